@@ -1,0 +1,9 @@
+"""Exceptions the harness turns into statuses."""
+
+
+class Unavailable(Exception):
+    """The implementation cannot run here (no GPU, extension not built...): status ``unavailable``."""
+
+
+class ConfigError(ValueError):
+    """A configuration problem, reported before any GPU work with the key and value at fault."""

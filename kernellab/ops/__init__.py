@@ -1,0 +1,1 @@
+"""Kernel families, one module each. Every module registers its family on import."""

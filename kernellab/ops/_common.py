@@ -1,0 +1,65 @@
+"""Pieces that every family module shares."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from kernellab import cuda_ext
+from kernellab.runtime import element_size, torch_dtype
+
+
+def numel(shape) -> int:
+    return int(math.prod(shape))
+
+
+def randn(shape, dtype: str, device: str, seed: int, scale: float = 1.0, offset: float = 0.0):
+    """Standard-normal data from a seeded generator, drawn in fp32 then cast."""
+    import torch
+
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    x = torch.randn(tuple(shape), generator=gen, dtype=torch.float32) * scale + offset
+    return x.to(device=device, dtype=torch_dtype(dtype))
+
+
+def elementwise_bytes(n_in: int, n_out: int = 1) -> Callable:
+    """Bytes of an elementwise op: each input read once, the output written once."""
+
+    def count(shape, dtype, **_):
+        return (n_in + n_out) * numel(shape) * element_size(dtype)
+
+    return count
+
+
+def returns_new(fn: Callable) -> Callable:
+    """Adapt ``fn(*inputs)`` (a chain of PyTorch ops) to the ``(out, *inputs)`` convention."""
+
+    def run(out, *inputs, **params):
+        return fn(*inputs, **params)
+
+    run.__name__ = getattr(fn, "__name__", "run")
+    return run
+
+
+def compiled(fn: Callable, **compile_kwargs) -> Callable:
+    """``torch.compile`` of ``fn``, built on first call so that importing stays cheap."""
+    holder: dict = {}
+
+    def run(out, *inputs, **params):
+        if "fn" not in holder:
+            import torch
+
+            holder["fn"] = torch.compile(fn, **compile_kwargs)
+        return holder["fn"](*inputs, **params)
+
+    return run
+
+
+def cuda_op(name: str, variant: str) -> Callable:
+    """Call ``torch.ops.kernellab.<name>(*inputs, out, *extra, variant)``."""
+
+    def run(out, *inputs, **params):
+        getattr(cuda_ext.ops(), name)(*inputs, out, *params.values(), variant)
+        return out
+
+    return run

@@ -1,0 +1,79 @@
+"""Where code runs: GPU or CPU, Triton compiled or interpreted, dtypes and tolerances.
+
+``setup()`` must run before Triton is imported: on a machine without a CUDA device it
+turns on Triton's interpreter (``TRITON_INTERPRET=1``) so Triton kernels run on the CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+
+
+@functools.cache
+def has_gpu() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def setup() -> str:
+    """Choose the device and Triton's mode; returns ``"cuda"`` or ``"cpu"``."""
+    if not has_gpu():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    return device()
+
+
+def device() -> str:
+    return "cuda" if has_gpu() else "cpu"
+
+
+def triton_interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+# dtype names used in config, records and the report. ``tf32`` is float32 storage
+# with TensorFloat-32 matrix units allowed; ``fp32`` keeps them off.
+DTYPES = ("fp32", "tf32", "bf16", "fp16")
+
+# Relative-norm tolerances ||out - ref|| / ||ref|| against a float64 reference, by
+# dtype: fp32 arithmetic lands far below 1e-5, tf32 near 3e-4, bf16/fp16 near 1e-3
+# to 5e-3 for chains of rounded ops.
+TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "bf16": 2e-2, "fp16": 1e-2}
+
+
+def torch_dtype(name: str):
+    import torch
+
+    table = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    if name not in table:
+        raise ValueError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}")
+    return table[name]
+
+
+def element_size(name: str) -> int:
+    return {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}[name]
+
+
+@contextlib.contextmanager
+def matmul_precision(dtype: str):
+    """TF32 on for ``tf32``, off for everything else, restored afterwards."""
+    import torch
+
+    old_mm = torch.backends.cuda.matmul.allow_tf32
+    old_cudnn = torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    torch.backends.cudnn.allow_tf32 = dtype == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old_mm
+        torch.backends.cudnn.allow_tf32 = old_cudnn
+
+
+def synchronize() -> None:
+    if has_gpu():
+        import torch
+
+        torch.cuda.synchronize()

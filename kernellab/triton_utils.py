@@ -1,0 +1,116 @@
+"""Launching, autotuning and cross-compiling Triton kernels, compiled or interpreted.
+
+``@triton.autotune`` needs a GPU driver. Under the interpreter (no GPU) ``launch`` calls
+the wrapped kernel (``kernel.fn``) with one config instead, so the same launcher code
+runs everywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernellab.runtime import triton_interpreted
+
+
+def is_autotuned(kernel) -> bool:
+    from triton.runtime.autotuner import Autotuner
+
+    return isinstance(kernel, Autotuner)
+
+
+_FORCED: dict[int, Any] = {}
+
+
+@contextlib.contextmanager
+def force_config(kernel, config):
+    """Within the block, ``launch`` runs ``kernel`` with ``config`` (the autotune rule
+    times every config through the implementation's own launcher this way)."""
+    _FORCED[id(kernel)] = config
+    try:
+        yield
+    finally:
+        _FORCED.pop(id(kernel), None)
+
+
+def launch(kernel, grid, *args, **kwargs) -> None:
+    """Launch ``kernel`` on ``grid``; an autotuned kernel under the interpreter runs its
+    first config (the interpreter has no timer to tune with)."""
+    forced = _FORCED.get(id(kernel))
+    if forced is not None:
+        launch_config(kernel, forced, grid, *args, **kwargs)
+    elif triton_interpreted() and is_autotuned(kernel):
+        cfg = kernel.configs[0]
+        meta = {k: v for k, v in cfg.kwargs.items() if k not in kwargs}
+        kernel.fn[grid](*args, **kwargs, **meta)
+    else:
+        kernel[grid](*args, **kwargs)
+
+
+def launch_config(kernel, config, grid, *args, **kwargs) -> None:
+    """Launch the kernel behind an autotuner with one given config (autotune rule)."""
+    fn = kernel.fn if is_autotuned(kernel) else kernel
+    extra = dict(config.kwargs)
+    if not triton_interpreted():
+        extra.update(num_warps=config.num_warps, num_stages=config.num_stages)
+    fn[grid](*args, **kwargs, **extra)
+
+
+def config_label(config) -> str:
+    parts = [f"{k}={v}" for k, v in sorted(config.kwargs.items())]
+    parts += [f"num_warps={config.num_warps}", f"num_stages={config.num_stages}"]
+    return ", ".join(parts)
+
+
+def best_config(kernel) -> str:
+    cfg = getattr(kernel, "best_config", None)
+    return config_label(cfg) if cfg is not None else ""
+
+
+@dataclass
+class CompileSpec:
+    """What ``triton.compile`` needs to build one kernel without launching it.
+
+    ``signature`` maps every non-constexpr argument to a Triton type ("*fp32", "i32",
+    "fp32"...); ``constexprs`` gives the meta-parameters; pointer arguments are marked
+    16-byte aligned, as the JIT does for tensors from PyTorch's allocator, and the
+    integer arguments named in ``divisible`` as multiples of 16, as the JIT does when
+    their value is one (the default shapes are powers of two).
+    """
+
+    kernel: Any
+    signature: dict[str, str]
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    num_warps: int = 4
+    num_stages: int = 3
+    label: str = ""
+    divisible: tuple[str, ...] = ("n",)  # integer args taken as multiples of 16
+
+
+def triton_type(dtype: str) -> str:
+    return {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16"}[dtype]
+
+
+def compile_asm(spec: CompileSpec, arch: int = 90) -> dict[str, str]:
+    """Cross-compile for ``sm_<arch>``; returns TTIR, TTGIR, LLIR and PTX text (+ cubin bytes)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    fn = spec.kernel.fn if is_autotuned(spec.kernel) else spec.kernel
+    signature = dict(spec.signature)
+    for name in spec.constexprs:
+        signature[name] = "constexpr"
+    attrs = {
+        (fn.arg_names.index(name),): [["tt.divisibility", 16]]
+        for name, ty in spec.signature.items()
+        if ty.startswith("*") or (ty.startswith("i") and name in spec.divisible)
+    }
+    src = ASTSource(fn=fn, signature=signature, constexprs=dict(spec.constexprs), attrs=attrs)
+    compiled = triton.compile(
+        src,
+        target=GPUTarget("cuda", arch, 32),
+        options={"num_warps": spec.num_warps, "num_stages": spec.num_stages},
+    )
+    return dict(compiled.asm)
