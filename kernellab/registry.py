@@ -36,6 +36,11 @@ class Impl:
     ladder: str = ""  # ladder this step belongs to; defaults to the impl kind
     idea: str = ""  # what the step changes
     prediction: str = ""  # what should move, and by how much
+    # The prediction in numbers, so KERNEL_LOG can say whether it held: the expected
+    # speedup over the previous step, and the expected share of the ceiling (percent)
+    # at the ladder's representative shape. None: no numeric prediction.
+    expect_speedup: tuple[float, float] | None = None
+    expect_pct_of_peak: tuple[float, float] | None = None
     dtypes: tuple[str, ...] | None = None  # None: every dtype of the family
     triton_kernels: tuple[Any, ...] = ()  # autotuned Triton kernels it launches (autotune rule)
     compile_specs: Callable[[str], list] | None = None  # dtype -> [CompileSpec] (ptx rule)
