@@ -74,6 +74,7 @@ class Family:
     out_like: Callable[..., Any] | None = None  # (*inputs, **params) -> empty output
     validate: Callable[..., Any] | None = None  # custom check (dropout): see correctness
     params: dict[str, list] = field(default_factory=dict)  # name -> default values
+    param_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> [lo, hi)
     shape_rank: tuple[int, ...] = (1,)  # accepted numbers of dimensions
     description: str = ""
     impls: dict[str, Impl] = field(default_factory=dict)

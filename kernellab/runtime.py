@@ -13,6 +13,9 @@ import os
 
 @functools.cache
 def has_gpu() -> bool:
+    # Ask NVML rather than the CUDA runtime, so this process never initialises CUDA
+    # and can fork fresh workers (kernellab.isolate).
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     import torch
 
     return bool(torch.cuda.is_available())

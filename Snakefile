@@ -1,0 +1,32 @@
+# The kernel lab: correctness, benchmarks, profiles, PTX/SASS and autotuning of GPU kernels,
+# aggregated into results/<hardware>/ (summary.csv, report.html, report.md, KERNEL_LOG.md).
+# Run:  snakemake --cores 1            (see README.md)
+
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+
+
+container: config["container"]
+
+
+report: "report/workflow.rst"
+
+
+include: "workflow/rules/build.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/inspect.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        rules.publish.output,
+    default_target: True

@@ -1,0 +1,216 @@
+"""All records of a run into ``summary.csv`` (one row per case), ``ladders.json`` and
+``environment.json``.
+
+A row is *eligible* (may be the best of its case, may enter a speedup) only when its
+benchmark ran (status ok) and its correctness check passed on every seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kernellab.io import read_json
+
+KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
+
+COLUMNS = [
+    "kernel", "impl", "backend", "step", "ladder", "impl_key", "shape", "numel", "dtype", "params",
+    "status", "reason", "mode", "median_us", "p20_us", "p80_us", "mean_us", "iqr_us", "stdrel", "n_samples",
+    "converged", "graph_us", "throttled_samples", "sm_clock_mhz", "mem_clock_mhz", "bytes", "flops", "gbps",
+    "tflops", "pct_of_peak_bw", "pct_of_peak_flops", "pct_of_datasheet_bw", "pct_of_datasheet_flops",
+    "speedup_vs_torch_fused", "max_rel_err", "max_abs_err", "check_status", "is_best", "hardware", "run_id",
+    "torch_version", "triton_version", "cuda_version", "timestamp",
+]
+
+_STATUS_RANK = {"ok": 0, "unavailable": 1, "oom": 2, "timeout": 3, "error": 4, "failed": 5}
+
+
+def _read_csvs(paths) -> pd.DataFrame:
+    frames = [pd.read_csv(p, keep_default_na=False, na_values=["", "nan", "NaN"]) for p in paths]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=KEY)
+    df = pd.concat(frames, ignore_index=True)
+    for col in ("params", "reason", "step", "ladder"):
+        if col in df:
+            df[col] = df[col].fillna("").astype(str)
+    df["shape"] = df["shape"].astype(str)
+    return df
+
+
+def check_verdicts(check: pd.DataFrame) -> pd.DataFrame:
+    """One verdict per case: the worst status over the seeds, the largest errors."""
+    if check.empty:
+        return pd.DataFrame(columns=KEY + ["check_status", "check_reason", "max_rel_err", "max_abs_err"])
+
+    def worst(group: pd.DataFrame) -> pd.Series:
+        ranks = group["status"].map(lambda s: _STATUS_RANK.get(s, 9))
+        row = group.loc[ranks.idxmax()]
+        return pd.Series({
+            "check_status": row["status"],
+            "check_reason": row["reason"] if row["status"] != "ok" else "",
+            "max_rel_err": pd.to_numeric(group["rel_err"], errors="coerce").max(),
+            "max_abs_err": pd.to_numeric(group["max_abs"], errors="coerce").max(),
+        })
+
+    return check.groupby(KEY, sort=True).apply(worst, include_groups=False).reset_index()
+
+
+def summarize_run(bench: pd.DataFrame, check: pd.DataFrame, survey: dict, bounds: dict[str, str],
+                  meta: dict) -> pd.DataFrame:
+    from kernellab.survey import ceilings
+
+    df = bench.merge(check_verdicts(check), on=KEY, how="left")
+    df["check_status"] = df["check_status"].fillna("not checked")
+    df["check_reason"] = df["check_reason"].fillna("")
+    # a benchmark whose check did not pass is not a result: flag it
+    bad_check = (df["status"] == "ok") & (df["check_status"] != "ok")
+    df.loc[bad_check, "status"] = np.where(df.loc[bad_check, "check_status"] == "failed", "failed",
+                                           df.loc[bad_check, "status"])
+    df.loc[bad_check, "reason"] = [
+        f"correctness {s}: {r}".strip(": ") for s, r in zip(df.loc[bad_check, "check_status"],
+                                                             df.loc[bad_check, "check_reason"])
+    ]
+    for col in ("median_us", "bytes", "flops"):
+        df[col] = pd.to_numeric(df.get(col), errors="coerce")
+    secs = df["median_us"] * 1e-6
+    df["gbps"] = df["bytes"] / secs / 1e9
+    df["tflops"] = df["flops"] / secs / 1e12
+    datasheet = survey.get("datasheet") or {}
+    bw_rows, fl_rows, dbw_rows, dfl_rows = [], [], [], []
+    for _, row in df.iterrows():
+        bw, rate = ceilings(survey, bounds.get(row["kernel"], "memory"), row["dtype"])
+        bw_rows.append(100 * row["gbps"] / bw if bw else math.nan)
+        fl_rows.append(100 * row["tflops"] / rate if rate else math.nan)
+        dbw = datasheet.get("bw_gbps")
+        dfl = (datasheet.get("tflops") or {}).get(row["dtype"] if bounds.get(row["kernel"]) == "compute" else "fp32")
+        dbw_rows.append(100 * row["gbps"] / dbw if dbw else math.nan)
+        dfl_rows.append(100 * row["tflops"] / dfl if dfl else math.nan)
+    df["pct_of_peak_bw"], df["pct_of_peak_flops"] = bw_rows, fl_rows
+    df["pct_of_datasheet_bw"], df["pct_of_datasheet_flops"] = dbw_rows, dfl_rows
+
+    eligible = (df["status"] == "ok") & (df["check_status"] == "ok") & df["median_us"].gt(0)
+    case = ["kernel", "shape", "dtype", "params"]
+    fused = df[eligible & (df["impl_key"] == "torch_fused")].set_index(case)["median_us"]
+    fused_for = df.set_index(case).index.map(lambda k: fused.get(k, math.nan))
+    df["speedup_vs_torch_fused"] = np.where(eligible, np.asarray(fused_for, dtype=float) / df["median_us"], math.nan)
+    best = df[eligible].groupby(case)["median_us"].transform("min")
+    df["is_best"] = False
+    df.loc[best.index, "is_best"] = df.loc[best.index, "median_us"] == best
+    for key, value in meta.items():
+        df[key] = value
+    df = df.sort_values(["kernel", "dtype", "params", "impl_key", "numel", "shape"], kind="stable")
+    return df.reindex(columns=COLUMNS)
+
+
+# ------------------------------------------------------------------ environment
+def git_info(root: Path) -> dict:
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    dirty = git("status", "--porcelain", "--", ".", ":(exclude)results", ":(exclude).staging")
+    return {"git_commit": git("rev-parse", "HEAD") or None, "git_dirty": bool(dirty)}
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def versions() -> dict:
+    import torch
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    try:
+        import snakemake
+
+        snakemake_version = snakemake.__version__
+    except ImportError:
+        snakemake_version = None
+    return {
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "snakemake": snakemake_version,
+    }
+
+
+def environment(survey: dict, config: dict, root: Path, run_id: str, command: str) -> dict:
+    nv = survey.get("nvml") or {}
+    return {
+        "hardware": survey.get("hardware"),
+        "gpu_name": survey.get("device_name") if survey.get("is_gpu") else None,
+        "device_name": survey.get("device_name"),
+        "is_gpu": survey.get("is_gpu"),
+        "sm_count": survey.get("sm_count"),
+        "driver": nv.get("driver"),
+        **versions(),
+        **git_info(root),
+        "config_hash": config_hash(config),
+        "config": config,
+        "command": command,
+        "run_id": run_id,
+        "mode": (config.get("timing") or {}).get("mode", "cold"),
+        "start": survey.get("timestamp"),
+        "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "clocks_at_start": survey.get("clocks_before"),
+        "platform": platform.platform(),
+    }
+
+
+def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
+    """Every ladder of the configured kernels, with its steps' notes and PTX/SASS evidence."""
+    evidence: dict = {}
+    for entry in ptx_index:
+        evidence.setdefault((entry.get("kernel"), entry.get("impl_key")), []).extend(entry.get("evidence") or [])
+    out = []
+    for name, plan in sorted(plans.items()):
+        fam = families[name]
+        for ladder, steps in fam.ladders().items():
+            keys = set(plan.impl_keys(fam))
+            steps = [s for s in steps if s.key in keys]
+            if not steps:
+                continue
+            dtype = "fp32" if "fp32" in plan.dtypes else plan.dtypes[0]
+            shape = plan.profile_shape
+            out.append({
+                "kernel": name,
+                "ladder": ladder,
+                "metric": "tflops" if fam.bound == "compute" else "gbps",
+                "shape": "x".join(map(str, shape)) if shape else "",
+                "dtype": dtype,
+                "baseline_impl_key": "torch_fused",
+                "steps": [{
+                    "impl_key": s.key, "impl": s.impl, "step": s.step, "order": s.order, "idea": s.idea,
+                    "prediction": s.prediction,
+                    "expect_speedup": list(s.expect_speedup) if s.expect_speedup else None,
+                    "expect_pct_of_peak": list(s.expect_pct_of_peak) if s.expect_pct_of_peak else None,
+                    "cuda_kernels": list(s.cuda_kernels),
+                    "evidence": evidence.get((name, s.key), []),
+                } for s in steps],
+            })
+    return out
+
+
+def load_ptx_index(ptx_dir: Path) -> list[dict]:
+    entries = []
+    for p in sorted(Path(ptx_dir).glob("*/index.json")):
+        entries += read_json(p)
+    return entries

@@ -1,0 +1,132 @@
+"""From the validated config to the list of cases each rule runs.
+
+A case is (kernel, implementation, shape, dtype, parameters). The config lists shapes
+per kernel for a GPU and for a CPU run (the CPU set is small: Triton is interpreted
+there); ``target`` picks one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from kernellab.registry import Family, Impl
+
+
+def parse_shape(value) -> tuple[int, ...]:
+    """``65536`` -> (65536,); ``"4096x1000"`` -> (4096, 1000)."""
+    if isinstance(value, bool):
+        raise ValueError(f"shape {value!r} is not a size")
+    if isinstance(value, int):
+        dims = (value,)
+    elif isinstance(value, str):
+        try:
+            dims = tuple(int(p) for p in value.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"shape {value!r} is not of the form N or AxB (positive integers)") from None
+    else:
+        raise ValueError(f"shape {value!r} must be an integer or a string like '4096x1000'")
+    if any(d <= 0 for d in dims):
+        raise ValueError(f"shape {value!r} has a dimension that is not positive")
+    return dims
+
+
+def shape_str(shape) -> str:
+    return "x".join(str(int(d)) for d in shape)
+
+
+def params_str(params: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+@dataclass(frozen=True)
+class Case:
+    kernel: str
+    impl_key: str
+    shape: tuple[int, ...]
+    dtype: str
+    params: tuple = ()  # sorted (name, value) pairs
+
+    @property
+    def param_dict(self) -> dict:
+        return dict(self.params)
+
+    @property
+    def id(self) -> str:
+        return "|".join([self.kernel, self.impl_key, shape_str(self.shape), self.dtype, params_str(self.param_dict)])
+
+    def labels(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "impl_key": self.impl_key,
+            "shape": shape_str(self.shape),
+            "numel": math.prod(self.shape),
+            "dtype": self.dtype,
+            "params": params_str(self.param_dict),
+        }
+
+
+@dataclass
+class KernelPlan:
+    kernel: str
+    dtypes: list[str]
+    shapes: list[tuple[int, ...]]
+    check_shapes: list[tuple[int, ...]]
+    step_shapes: list[tuple[int, ...]] | None  # None: ladder steps run every shape
+    impls: list[str] | None  # None: every registered implementation
+    params: dict[str, list] = field(default_factory=dict)
+    profile_shape: tuple[int, ...] | None = None
+
+    def impl_keys(self, family: Family) -> list[str]:
+        return list(family.impls) if self.impls is None else list(self.impls)
+
+    def param_grid(self, family: Family) -> list[dict]:
+        grid = {**family.params, **self.params}
+        if not grid:
+            return [{}]
+        names = sorted(grid)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+
+    def cases(self, family: Family, impl: Impl, for_check: bool = False) -> list[Case]:
+        shapes = list(self.shapes)
+        if impl.step and self.step_shapes is not None:
+            shapes = [s for s in self.step_shapes]
+        if for_check:
+            shapes += [s for s in self.check_shapes if s not in shapes]
+        out = []
+        for dtype in self.dtypes:
+            if not impl.supports(dtype):
+                continue
+            for shape in shapes:
+                for params in self.param_grid(family):
+                    out.append(Case(family.name, impl.key, shape, dtype, tuple(sorted(params.items()))))
+        return out
+
+
+def kernel_plan(name: str, kcfg: dict, target: str) -> KernelPlan:
+    cpu = target == "cpu"
+
+    def shapes(key):
+        vals = kcfg.get(f"cpu_{key}" if cpu else key)
+        if vals is None and cpu:
+            vals = kcfg.get(key)
+        return [parse_shape(v) for v in (vals or [])]
+
+    step_shapes = kcfg.get("cpu_step_shapes" if cpu else "step_shapes")
+    prof = kcfg.get("cpu_profile_shape" if cpu else "profile_shape")
+    main = shapes("shapes")
+    return KernelPlan(
+        kernel=name,
+        dtypes=list(kcfg["dtypes"]),
+        shapes=main,
+        check_shapes=shapes("check_shapes"),
+        step_shapes=None if step_shapes is None else [parse_shape(v) for v in step_shapes],
+        impls=kcfg.get("impls"),
+        params=dict(kcfg.get("params") or {}),
+        profile_shape=parse_shape(prof) if prof is not None else (main[len(main) // 2] if main else None),
+    )
+
+
+def plans(config: dict, target: str) -> dict[str, KernelPlan]:
+    return {name: kernel_plan(name, kcfg, target) for name, kcfg in sorted(config["kernels"].items())}

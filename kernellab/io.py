@@ -1,0 +1,77 @@
+"""Atomic result files: everything is written to a temporary name, then renamed.
+
+A run killed half-way leaves either the old file or the new one, never half of one,
+so Snakemake's rerun-incomplete and our own readers only ever see whole files.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path beside ``path``; rename it over ``path`` on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_text(path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_bytes(path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def _clean(obj):
+    """JSON has no NaN: write null instead."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def write_json(path, obj, gz: bool = False) -> None:
+    text = json.dumps(_clean(obj), indent=None if gz else 2, sort_keys=True) + "\n"
+    if gz:
+        # mtime=0 keeps the bytes reproducible
+        write_bytes(path, gzip.compress(text.encode(), compresslevel=6, mtime=0))
+    else:
+        write_text(path, text)
+
+
+def read_json(path):
+    path = Path(path)
+    if path.suffix == ".gz":
+        return json.loads(gzip.decompress(path.read_bytes()))
+    return json.loads(path.read_text())
+
+
+def write_csv(path, rows, columns: list[str] | None = None) -> None:
+    import pandas as pd
+
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=columns)
+    if columns is not None:
+        df = df.reindex(columns=columns)
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)

@@ -1,0 +1,86 @@
+"""Run one implementation's cases in a forked child, so that nothing it does (a crash,
+a hang, an illegal address that poisons the CUDA context, running out of memory)
+takes the other implementations' results down.
+
+The parent never initialises CUDA (``runtime.setup`` makes ``torch.cuda.is_available``
+use NVML), so each child gets a fresh CUDA context. The child streams one record per
+finished case back through a pipe: a child killed at case k still leaves cases 1..k-1.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import traceback
+from typing import Callable, Iterator
+
+_DONE = "__done__"
+
+
+def _child(conn, work: Callable[[], Iterator[dict]]) -> None:
+    try:
+        for record in work():
+            conn.send(record)
+        conn.send(_DONE)
+    except BaseException as exc:  # noqa: BLE001 - report anything to the parent
+        tb = traceback.format_exc(limit=3)
+        conn.send({"__crash__": f"{type(exc).__name__}: {exc}", "traceback": tb})
+    finally:
+        conn.close()
+
+
+def run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool = True) -> tuple[list[dict], str]:
+    """Collect the records ``work()`` yields. Returns (records, problem) where problem is
+    '' when the child finished, else what went wrong (timeout, crash, death)."""
+    if not isolate:
+        records = []
+        try:
+            for r in work():
+                records.append(r)
+        except Exception as exc:  # noqa: BLE001
+            return records, f"error: {type(exc).__name__}: {exc}"
+        return records, ""
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, work), daemon=True)
+    proc.start()
+    child.close()
+    records: list[dict] = []
+    deadline = time.monotonic() + timeout_s
+    problem = ""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            problem = f"timeout: no result within {timeout_s:g} s"
+            proc.kill()
+            break
+        if parent.poll(min(left, 1.0)):
+            try:
+                msg = parent.recv()
+            except EOFError:
+                proc.join(5)
+                problem = f"error: worker process died (exit code {proc.exitcode})"
+                break
+            if msg == _DONE:
+                break
+            if isinstance(msg, dict) and "__crash__" in msg:
+                problem = f"error: {msg['__crash__']}"
+                break
+            records.append(msg)
+        elif not proc.is_alive():
+            # drain what it sent before dying
+            while parent.poll(0):
+                try:
+                    msg = parent.recv()
+                except EOFError:
+                    break
+                if isinstance(msg, dict) and msg is not _DONE and "__crash__" not in msg:
+                    records.append(msg)
+            problem = f"error: worker process died (exit code {proc.exitcode})"
+            break
+    proc.join(5)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
+    parent.close()
+    return records, problem

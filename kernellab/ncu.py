@@ -1,0 +1,104 @@
+"""Nsight Compute on each ladder step at its representative shape.
+
+The step's call is wrapped in an NVTX range (``ncu_target``) and ncu profiles the
+kernels inside it (``--nvtx-include``), so a step that launches several kernels
+(naive PyTorch softmax) is measured whole: durations add up, rates are weighted by
+duration. Clocks are left as the card has them (``--clock-control none``). Where ncu is
+absent or refuses (no GPU, no permission for the counters), the step records
+``unavailable`` with ncu's message.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+
+RANGE = "kernellab_measure"
+
+STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", "wait", "barrier",
+          "math_pipe_throttle", "not_selected", "dispatch_stall", "drain", "membar", "no_instruction",
+          "branch_resolving", "tex_throttle", "imc_miss", "sleeping"]
+
+METRICS = {
+    "gpu__time_duration.sum": "duration_ns",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy",
+    "launch__registers_per_thread": "registers",
+    "launch__shared_mem_per_block_static": "smem_static",
+    "launch__shared_mem_per_block_dynamic": "smem_dynamic",
+    "l1tex__t_sector_hit_rate.pct": "l1_hit_pct",
+    "lts__t_sector_hit_rate.pct": "l2_hit_pct",
+    **{f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio": f"stall_{s}" for s in STALLS},
+}
+
+COLUMNS = ["kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "reason", "duration_us",
+           "dram_pct", "sm_pct", "achieved_occupancy", "registers", "smem_per_block", "l1_hit_pct",
+           "l2_hit_pct", "top_stalls", "n_kernels"]
+
+
+def command(kernel: str, impl_key: str, shape: str, dtype: str, build_json: str) -> list[str]:
+    return [
+        "ncu", "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
+        "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS),
+        sys.executable, "-m", "kernellab.ncu_target", kernel, impl_key, shape, dtype, build_json,
+    ]
+
+
+def parse(stdout: str) -> pd.DataFrame:
+    """ncu's raw CSV page (header, units row, one row per kernel) -> one row per kernel."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith('"')]
+    if len(lines) < 3:
+        return pd.DataFrame()
+    df = pd.read_csv(io.StringIO("\n".join([lines[0]] + lines[2:])), thousands=",")
+    keep = {m: c for m, c in METRICS.items() if m in df.columns}
+    out = df[list(keep)].rename(columns=keep).apply(pd.to_numeric, errors="coerce")
+    out["name"] = df.get("Kernel Name", pd.Series([""] * len(df)))
+    return out
+
+
+def combine(per_kernel: pd.DataFrame) -> dict:
+    """Kernels of one step -> one record: durations add, rates weighted by duration."""
+    if per_kernel.empty:
+        return {"status": "error", "reason": "ncu profiled no kernel inside the measured range"}
+    w = per_kernel["duration_ns"].fillna(0)
+    total = float(w.sum()) or 1.0
+
+    def wavg(col):
+        return float((per_kernel[col] * w).sum() / total) if col in per_kernel else float("nan")
+
+    stalls = {s: wavg(f"stall_{s}") for s in STALLS if f"stall_{s}" in per_kernel}
+    top = sorted(stalls.items(), key=lambda kv: -(kv[1] if kv[1] == kv[1] else -1))[:3]
+    smem = per_kernel.get("smem_static", 0) + per_kernel.get("smem_dynamic", 0)
+    return {
+        "status": "ok", "reason": "",
+        "duration_us": float(per_kernel["duration_ns"].sum()) / 1e3,
+        "dram_pct": wavg("dram_pct"), "sm_pct": wavg("sm_pct"),
+        "achieved_occupancy": wavg("achieved_occupancy"),
+        "registers": float(per_kernel["registers"].max()) if "registers" in per_kernel else float("nan"),
+        "smem_per_block": float(smem.max()) if hasattr(smem, "max") else float("nan"),
+        "l1_hit_pct": wavg("l1_hit_pct"), "l2_hit_pct": wavg("l2_hit_pct"),
+        "top_stalls": ", ".join(f"{k} {v:.2f}" for k, v in top if v == v),
+        "n_kernels": int(len(per_kernel)),
+    }
+
+
+def profile_step(kernel: str, impl_key: str, shape: str, dtype: str, build_json: str, timeout_s: float) -> dict:
+    if shutil.which("ncu") is None:
+        return {"status": "unavailable", "reason": "Nsight Compute (ncu) not found on PATH"}
+    try:
+        proc = subprocess.run(command(kernel, impl_key, shape, dtype, build_json), capture_output=True,
+                              text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "reason": f"ncu did not finish within {timeout_s:g} s"}
+    errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "==ERROR==" in ln or "ERR_" in ln]
+    per_kernel = parse(proc.stdout)
+    if per_kernel.empty:
+        msg = errors[0] if errors else (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        status = "unavailable" if ("ERR_NVGPUCTRPERM" in msg or "permission" in msg.lower()) else "error"
+        return {"status": status, "reason": f"ncu: {msg[:300]}"}
+    return combine(per_kernel)

@@ -1,0 +1,289 @@
+"""Softmax over the last dimension of a 2-D (rows, cols) tensor.
+
+Memory-bound: one read and one write per element (bytes = 2 * rows * cols * element
+size), about 5 FLOPs per element (max, subtract, exp, sum, scale). At 4096 x 4096 fp32
+that is 128 MiB moved, about 32 us at 4.2 TB/s; at 4096 x 32768 fp32, 1 GiB, about
+0.26 ms. The exp runs on the special-function units (16/clk/SM, about 4e12/s on the
+H200), a quarter of their rate at the copy bandwidth: the FLOPs stay noise as long as a
+kernel computes each exp once or twice.
+
+The Triton ladder (ladder ``softmax``): the naive PyTorch chain (five kernels), one
+program per row holding the row in registers (``fused_row``), the online softmax that
+streams long rows in chunks (``online``), and an autotuned launcher that picks one-pass
+or online by the row length and packs several short rows into one program
+(``autotuned``). Ladder numbers are given at 4096 x 4096 fp32.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernellab.ops._common import compiled, cuda_op, numel, randn, returns_new
+from kernellab.registry import Family, Impl, register_family
+from kernellab.runtime import element_size
+from kernellab.triton_utils import CompileSpec, launch, triton_type
+
+# The one-pass kernel keeps a whole (padded) row in registers; above this many columns
+# the autotuned launcher streams the row with the online kernel instead.
+ONE_PASS_MAX_COLS = 8192
+ONLINE_CHUNK = 4096  # chunk of the (untuned) online step
+
+
+def reference(x):
+    """Float64 reference, shared by tests and benchmarks."""
+    return torch.softmax(x, dim=-1)
+
+
+def softmax_naive(x):
+    """Max, subtract, exp, sum, divide as separate ops: five kernels, 5 reads and 3 writes."""
+    m = x.max(dim=-1, keepdim=True).values
+    e = torch.exp(x - m)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_fused(out, x):
+    return torch.softmax(x, dim=-1)
+
+
+@triton.jit
+def softmax_tile_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
+                        BLOCK_COLS: tl.constexpr, TILE: tl.constexpr):
+    """One-pass softmax of max(TILE // BLOCK_COLS, 1) whole rows per program, held in
+    registers: one read and one write per element. BLOCK_COLS >= n_cols."""
+    ROWS: tl.constexpr = max(TILE // BLOCK_COLS, 1)
+    pid = tl.program_id(0).to(tl.int64)
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_COLS)
+    row_ok = rows < n_rows
+    mask = row_ok[:, None] & (cols[None, :] < n_cols)
+    x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask,
+                other=-float("inf")).to(tl.float32)
+    m = tl.max(x, axis=1)
+    m = tl.where(row_ok, m, 0.0)  # rows past the end (stores masked): keep the arithmetic finite
+    e = tl.exp(x - m[:, None])
+    inv = 1.0 / tl.where(row_ok, tl.sum(e, axis=1), 1.0)
+    y = e * inv[:, None]
+    tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_online_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK: tl.constexpr):
+    """Online softmax, one row per program, any row length: pass 1 keeps a running max and
+    a rescaled running sum per lane over BLOCK-wide chunks, pass 2 re-reads the row
+    (from L1/L2 for rows of a few hundred KB) and writes exp(x - max) / sum."""
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_x
+    o_row = out_ptr + row * stride_out
+    offs = tl.arange(0, BLOCK)
+    # a finite start: exp(m_old - m_new) stays 0 or 1, never NaN, for lanes that see only padding
+    m_vec = tl.full([BLOCK], -1.0e30, tl.float32)
+    s_vec = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + offs
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m_vec, x)
+        s_vec = s_vec * tl.exp(m_vec - m_new) + tl.exp(x - m_new)
+        m_vec = m_new
+    m = tl.max(m_vec, axis=0)
+    inv = 1.0 / tl.sum(s_vec * tl.exp(m_vec - m), axis=0)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + offs
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        y = tl.exp(x - m) * inv
+        tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def tile_configs():
+    """Elements per program (TILE: rows per program = TILE // BLOCK_COLS) x warps."""
+    return [
+        triton.Config({"TILE": tile}, num_warps=warps)
+        for tile in (2048, 4096, 8192, 1024)
+        for warps in (4, 8, 16)
+    ]
+
+
+def prune_tile_configs(configs, named_args, **kwargs):
+    """Configs with TILE <= BLOCK_COLS all run one row per program: keep one per warp count."""
+    block_cols = kwargs["BLOCK_COLS"]
+    seen, kept = set(), []
+    for cfg in configs:
+        key = (max(cfg.kwargs["TILE"] // block_cols, 1), cfg.num_warps)
+        if key not in seen:
+            seen.add(key)
+            kept.append(cfg)
+    return kept
+
+
+def online_configs():
+    return [
+        triton.Config({"BLOCK": block}, num_warps=warps)
+        for block in (2048, 4096, 8192, 1024)
+        for warps in (4, 8, 16)
+    ]
+
+
+softmax_tile_tuned = triton.autotune(
+    configs=tile_configs(), key=["n_rows", "n_cols"],
+    prune_configs_by={"early_config_prune": prune_tile_configs},
+)(softmax_tile_kernel)
+softmax_online_tuned = triton.autotune(configs=online_configs(), key=["n_cols"])(softmax_online_kernel)
+
+
+def rows_per_program(tile: int, block_cols: int) -> int:
+    return max(tile // block_cols, 1)
+
+
+def row_warps(block: int) -> int:
+    """Warps for one row of ``block`` elements held in registers: 8 to 16 fp32 per thread."""
+    return 4 if block <= 1024 else 8 if block <= 4096 else 16
+
+
+def _rows_cols(out, x):
+    if x.dim() != 2:
+        raise ValueError(f"softmax takes a 2-D (rows, cols) tensor, got shape {tuple(x.shape)}")
+    if x.stride(-1) != 1 or out.stride(-1) != 1:
+        raise ValueError("softmax: the last dimension of input and output must be contiguous")
+    return x.shape
+
+
+def softmax_fused_row(out, x):
+    """Step fused_row: one program per row, BLOCK = next_power_of_2(cols), whole row on chip."""
+    rows, cols = _rows_cols(out, x)
+    block = triton.next_power_of_2(cols)
+    launch(softmax_tile_kernel, (rows,), x, out, rows, cols, x.stride(0), out.stride(0),
+           BLOCK_COLS=block, TILE=block, num_warps=row_warps(block))
+    return out
+
+
+def softmax_online(out, x):
+    """Step online: one program per row streaming it in chunks of ONLINE_CHUNK."""
+    rows, cols = _rows_cols(out, x)
+    block = min(triton.next_power_of_2(cols), ONLINE_CHUNK)
+    launch(softmax_online_kernel, (rows,), x, out, cols, x.stride(0), out.stride(0),
+           BLOCK=block, num_warps=row_warps(block))
+    return out
+
+
+def softmax_autotuned(out, x):
+    """Step autotuned: one pass with several rows per program while a row fits in
+    registers (<= ONE_PASS_MAX_COLS), the online kernel beyond; both autotuned."""
+    rows, cols = _rows_cols(out, x)
+    block = triton.next_power_of_2(cols)
+    if block <= ONE_PASS_MAX_COLS:
+        launch(softmax_tile_tuned,
+               lambda meta: (triton.cdiv(rows, rows_per_program(meta["TILE"], block)),),
+               x, out, rows, cols, x.stride(0), out.stride(0), BLOCK_COLS=block)
+    else:
+        launch(softmax_online_tuned, (rows,), x, out, cols, x.stride(0), out.stride(0))
+    return out
+
+
+def _signature(dtype: str, online: bool) -> dict[str, str]:
+    ty = triton_type(dtype)
+    sig = {"x_ptr": f"*{ty}", "out_ptr": f"*{ty}"}
+    if not online:
+        sig["n_rows"] = "i32"
+    sig.update({"n_cols": "i32", "stride_x": "i32", "stride_out": "i32"})
+    return sig
+
+
+DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
+
+
+def fused_row_specs(dtype: str):
+    return [CompileSpec(softmax_tile_kernel, _signature(dtype, False), {"BLOCK_COLS": 4096, "TILE": 4096},
+                        num_warps=8, label="cols=4096: BLOCK_COLS=4096, one row, num_warps=8",
+                        divisible=DIVISIBLE)]
+
+
+def online_specs(dtype: str):
+    return [CompileSpec(softmax_online_kernel, _signature(dtype, True), {"BLOCK": ONLINE_CHUNK},
+                        num_warps=8, label=f"BLOCK={ONLINE_CHUNK}, num_warps=8", divisible=DIVISIBLE)]
+
+
+def autotuned_specs(dtype: str):
+    return [
+        CompileSpec(softmax_tile_tuned, _signature(dtype, False), {"BLOCK_COLS": 256, "TILE": 4096},
+                    num_warps=4, label="cols=256: TILE=4096 (16 rows per program), num_warps=4",
+                    divisible=DIVISIBLE),
+        CompileSpec(softmax_online_tuned, _signature(dtype, True), {"BLOCK": 8192},
+                    num_warps=16, label="cols>8192: online BLOCK=8192, num_warps=16", divisible=DIVISIBLE),
+    ]
+
+
+def make_inputs(shape, dtype, device, seed):
+    return (randn(shape, dtype, device, seed, scale=3.0),)
+
+
+def out_like(x):
+    return torch.empty_like(x)
+
+
+FAMILY = register_family(
+    Family(
+        name="softmax",
+        title="Softmax over the last dimension",
+        bound="memory",
+        dtypes=("fp32", "bf16"),
+        make_inputs=make_inputs,
+        reference=reference,
+        bytes_moved=lambda shape, dtype, **_: 2 * numel(shape) * element_size(dtype),
+        flops=lambda shape, dtype, **_: 5 * numel(shape),
+        out_like=out_like,
+        shape_rank=(2,),
+        description="Row softmax: reductions inside a row, the online-softmax trick for long rows.",
+    )
+)
+
+FAMILY.add(Impl("softmax", "torch_fused", "torch", softmax_fused))
+FAMILY.add(Impl("softmax", "compiled", "compile", compiled(softmax_naive)))
+FAMILY.add(Impl("softmax", "cuda", "cuda", cuda_op("softmax", "block"), cuda_kernels=("softmax_block",)))
+
+# The Triton ladder; its first step is the naive PyTorch chain.
+FAMILY.add(Impl(
+    "softmax", "torch_naive", "torch", returns_new(softmax_naive), step="naive", order=1, ladder="softmax",
+    idea="The textbook formula as five PyTorch ops (max, subtract, exp, sum, divide): each one a "
+         "kernel that reads, and three of them write, a whole rows x cols tensor.",
+    prediction="5 reads + 3 writes instead of 1 + 1: at best a quarter of the copy bandwidth counted "
+               "against the 2-pass byte count, so 15-25% of copy bandwidth at 4096x4096 fp32 (64 MiB, "
+               "slightly above the 60 MB L2, so few intermediates survive in L2).",
+    expect_pct_of_peak=(12.0, 25.0),
+))
+FAMILY.add(Impl(
+    "softmax", "triton", "triton", softmax_fused_row, step="fused_row", order=2, ladder="softmax",
+    idea="One program per row holds the whole row in registers (BLOCK = next_power_of_2(cols)): "
+         "max, exp, sum and scale on chip, one read and one write per element.",
+    prediction="Traffic drops from 8 to 2 passes: 3-4x over naive, 70-85% of copy bandwidth at "
+               "4096x4096 fp32 (16 values per thread, two block-wide reductions per row). Falls off "
+               "at 32768 columns (about 100 registers per thread: one 512-thread program per SM, whose "
+               "load, reduce and store phases do not overlap) and at 128-256 columns (a 0.5-1 KB "
+               "row per program keeps too few bytes in flight).",
+    expect_speedup=(3.0, 4.5), expect_pct_of_peak=(70.0, 85.0),
+    triton_kernels=(), compile_specs=fused_row_specs,
+))
+FAMILY.add(Impl(
+    "softmax", "triton", "triton", softmax_online, step="online", order=3, ladder="softmax",
+    idea="Online softmax: stream the row in 4096-element chunks keeping a running max and a "
+         "rescaled running sum per lane (one pass), then a second pass writes exp(x - max) / sum; "
+         "register use no longer grows with the row length.",
+    prediction="The second read of a row mostly hits L1/L2, so DRAM traffic stays near 2 passes, but "
+               "it adds load instructions and one more exp per element: 0.85-1.0x of fused_row at "
+               "4096x4096 fp32 (65-85% of copy bandwidth); at 4096x32768 fp32 it should beat "
+               "fused_row by 1.2-2x (no 64-value-per-thread rows, better occupancy).",
+    expect_speedup=(0.85, 1.0), expect_pct_of_peak=(65.0, 85.0),
+    triton_kernels=(), compile_specs=online_specs,
+))
+FAMILY.add(Impl(
+    "softmax", "triton", "triton", softmax_autotuned, step="autotuned", order=4, ladder="softmax",
+    idea="Autotune warps and elements per program; rows up to 8192 columns take the one-pass "
+         "kernel with max(TILE // BLOCK_COLS, 1) rows per program, longer rows the online "
+         "kernel with a tuned chunk.",
+    prediction="At 4096x4096 fp32 1.0-1.2x over online (one pass, tuned warps): 80-90% of copy "
+               "bandwidth. The big wins are elsewhere: 1.5-3x over fused_row at 128-512 columns "
+               "(16-32 rows per program), and online's speed at 32768 columns.",
+    expect_speedup=(1.0, 1.25), expect_pct_of_peak=(78.0, 92.0),
+    triton_kernels=(softmax_tile_tuned, softmax_online_tuned), compile_specs=autotuned_specs,
+))

@@ -1,0 +1,311 @@
+"""What each Snakemake rule does, as plain functions of paths and config.
+
+The scripts under workflow/scripts/ only unpack the ``snakemake`` object and call one of
+these, so every step can be run and tested without Snakemake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from kernellab import cuda_ext, runtime
+from kernellab.io import read_json, write_csv, write_json
+
+log = logging.getLogger("kernellab")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def logged(log_path: str | None):
+    """Send stdout, stderr and logging of a rule to its log file."""
+    if not log_path:
+        yield
+        return
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as fh:
+        old_out, old_err = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = fh
+        handler = logging.StreamHandler(fh)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logging.getLogger().addHandler(handler)
+        logging.getLogger().setLevel(logging.INFO)
+        try:
+            yield
+        finally:
+            logging.getLogger().removeHandler(handler)
+            sys.stdout, sys.stderr = old_out, old_err
+
+
+def target_of(config: dict) -> str:
+    """``gpu`` or ``cpu``: which shape set this run uses."""
+    target = config.get("target", "auto")
+    if target == "auto":
+        return "gpu" if runtime.has_gpu() else "cpu"
+    return target
+
+
+def _plan(config: dict, kernel: str):
+    from kernellab.cases import kernel_plan
+
+    return kernel_plan(kernel, config["kernels"][kernel], target_of(config))
+
+
+# ------------------------------------------------------------------ rules
+def survey(out_json: str) -> dict:
+    device = runtime.setup()
+    from kernellab.survey import survey as measure
+
+    data = measure(device)
+    write_json(out_json, data)
+    log.info("survey: %s copy %.0f GB/s, matmul %s", data["hardware"], data["copy_gbps"], data["matmul_tflops"])
+    return data
+
+
+def build_cuda(out_json: str, resources_csv: str) -> dict:
+    from kernellab import cuda_build
+
+    out_dir = Path(out_json).parent
+    info = cuda_build.build_extension(out_dir)
+    rows = cuda_build.resource_report(out_dir)
+    write_csv(resources_csv, rows, columns=["file", "kernel", "registers", "spill_stores_bytes",
+                                            "spill_loads_bytes", "stack_frame_bytes", "smem_bytes", "cmem_bytes"])
+    cuda_build.write_build_json(out_dir, info)
+    log.info("build_cuda: %s %s", info.get("status"), info.get("reason", ""))
+    return info
+
+
+def check(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
+    from kernellab import registry
+    from kernellab.harness import CHECK_COLUMNS, check_family
+
+    device = runtime.setup()
+    cuda_ext.configure(build_json)
+    fam = registry.family(kernel)
+    rows = check_family(fam, _plan(config, kernel), list(config["check"]["seeds"]), device,
+                        float(config["check"]["timeout_s"]), bool(config.get("isolate", True)))
+    write_csv(out_csv, rows, columns=CHECK_COLUMNS)
+    bad = [r for r in rows if r["status"] != "ok"]
+    log.info("check %s: %d rows, %d not ok", kernel, len(rows), len(bad))
+
+
+def bench(config: dict, kernel: str, build_json: str, out_csv: str, samples_json: str) -> None:
+    from kernellab import registry
+    from kernellab.harness import bench_family
+    from kernellab.timing import TimingConfig
+
+    device = runtime.setup()
+    cuda_ext.configure(build_json)
+    fam = registry.family(kernel)
+    cfg = TimingConfig.from_config(config.get("timing"))
+    rows = bench_family(fam, _plan(config, kernel), cfg, device, float(config["bench"]["timeout_s"]),
+                        bool(config.get("isolate", True)))
+    samples = {}
+    for r in rows:
+        s = r.pop("samples_us", None)
+        if s is not None:
+            samples["|".join(str(r[k]) for k in ("impl_key", "shape", "dtype", "params"))] = s
+    write_json(samples_json, {"kernel": kernel, "unit": "us", "samples": samples}, gz=True)
+    write_csv(out_csv, rows)
+    log.info("bench %s: %d rows", kernel, len(rows))
+
+
+def profile(config: dict, kernel: str, build_json: str, out_csv: str, trace_dir: str) -> None:
+    from kernellab import isolate, registry
+    from kernellab.cases import Case
+    from kernellab.profile import profile_case
+
+    device = runtime.setup()
+    cuda_ext.configure(build_json)
+    fam = registry.family(kernel)
+    plan = _plan(config, kernel)
+    Path(trace_dir).mkdir(parents=True, exist_ok=True)
+    rows = []
+    for key in plan.impl_keys(fam):
+        impl = fam.impls[key]
+        dtype = next((d for d in plan.dtypes if impl.supports(d)), None)
+        if dtype is None or plan.profile_shape is None:
+            continue
+        params = tuple(sorted(plan.param_grid(fam)[0].items()))
+        case = Case(kernel, key, plan.profile_shape, dtype, params)
+        trace = Path(trace_dir) / f"{key.replace('@', '.')}.trace.json.gz"
+
+        def work(impl=impl, case=case, trace=trace):
+            for row in profile_case(fam, impl, case, device, trace):
+                yield row
+
+        got, problem = isolate.run(work, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)))
+        labels = {**case.labels(), "impl": impl.impl, "step": impl.step}
+        if problem:
+            status = "unavailable" if "Unavailable" in problem else "error"
+            rows.append({**labels, "status": status, "reason": problem.split(": ", 1)[-1]})
+        rows += [{**labels, "status": "ok", "reason": "", **r} for r in got]
+    write_csv(out_csv, rows, columns=["kernel", "impl_key", "impl", "step", "shape", "dtype", "params", "status",
+                                      "reason", "rank", "name", "calls", "cpu_time_us", "device_time_us", "pct"])
+
+
+def ptx(config: dict, kernel: str, out_index: str) -> None:
+    from kernellab import ptx as ptxmod
+    from kernellab import registry
+
+    # cross-compiling never runs a kernel: make sure Triton compiles rather than interprets
+    os.environ["TRITON_INTERPRET"] = "0"
+    fam = registry.family(kernel)
+    plan = _plan(config, kernel)
+    out_dir = Path(out_index).parent
+    arch = _gpu_arch()
+    entries, cache = [], {}
+    for key in plan.impl_keys(fam):
+        impl = fam.impls[key]
+        if impl.backend == "triton":
+            entries += ptxmod.triton_entries(fam, impl, plan.dtypes, out_dir, arch)
+        elif impl.backend == "cuda":
+            entries += ptxmod.cuda_entries(fam, impl, out_dir, arch, cache)
+    write_json(out_index, entries)
+
+
+def _gpu_arch() -> int:
+    if runtime.has_gpu():
+        import torch
+
+        major, minor = torch.cuda.get_device_capability(0)
+        return major * 10 + minor
+    return 90
+
+
+def autotune(config: dict, kernel: str, out_csv: str) -> None:
+    from kernellab import isolate, registry
+    from kernellab.autotune import autotune_impl
+    from kernellab.timing import TimingConfig
+
+    device = runtime.setup()
+    fam = registry.family(kernel)
+    plan = _plan(config, kernel)
+    at = config.get("autotune") or {}
+    cfg = TimingConfig.from_config({**(config.get("timing") or {}), "budget_s": at.get("budget_s", 0.1),
+                                    "graph": False})
+    rows = []
+    for key in plan.impl_keys(fam):
+        impl = fam.impls[key]
+        if impl.backend != "triton" or not impl.triton_kernels:
+            continue
+        cases = plan.cases(fam, impl)
+        got, problem = isolate.run(lambda impl=impl, cases=cases: autotune_impl(fam, impl, cases, cfg, device),
+                                   float(at.get("timeout_s", 900)), bool(config.get("isolate", True)))
+        rows += [{**r, "impl": impl.impl, "step": impl.step} for r in got]
+        if problem:
+            rows.append({"kernel": kernel, "impl_key": key, "status": "error", "reason": problem})
+    write_csv(out_csv, rows, columns=["kernel", "impl_key", "impl", "step", "triton_kernel", "shape", "dtype",
+                                      "params", "config", "median_us", "status", "reason", "is_best"])
+
+
+def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
+    from kernellab import registry
+    from kernellab.ncu import COLUMNS, profile_step
+
+    fam = registry.family(kernel)
+    plan = _plan(config, kernel)
+    keys = set(plan.impl_keys(fam))
+    nc = config.get("ncu") or {}
+    rows = []
+    for ladder, steps in fam.ladders().items():
+        for step in steps:
+            if step.key not in keys:
+                continue
+            dtype = "fp32" if "fp32" in plan.dtypes and step.supports("fp32") else plan.dtypes[0]
+            shape = "x".join(map(str, plan.profile_shape))
+            base = {"kernel": kernel, "ladder": ladder, "impl_key": step.key, "step": step.step,
+                    "shape": shape, "dtype": dtype}
+            if not nc.get("enabled", True):
+                rows.append({**base, "status": "unavailable", "reason": "ncu disabled in the config"})
+                continue
+            if not runtime.has_gpu():
+                rows.append({**base, "status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"})
+                continue
+            rows.append({**base, **profile_step(kernel, step.key, shape, dtype, str(Path(build_json).resolve()),
+                                                float(nc.get("timeout_s", 180)))})
+    write_csv(out_csv, rows, columns=COLUMNS)
+
+
+def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],
+              ptx_indexes: list[str], build_json: str, out_summary: str, out_ladders: str, out_env: str,
+              command: str) -> None:
+    from kernellab import aggregate as agg
+    from kernellab import registry
+    from kernellab.cases import plans
+
+    survey = read_json(survey_json)
+    env = agg.environment(survey, config, ROOT, run_id=_run_id(survey, config), command=command)
+    build = read_json(build_json) if Path(build_json).exists() else {}
+    env["cuda_build"] = {k: build.get(k) for k in ("status", "reason", "nvcc", "arch")}
+    fams = registry.families()
+    bounds = {k: f.bound for k, f in fams.items()}
+    bench = agg._read_csvs(bench_csvs)
+    check_df = agg._read_csvs(check_csvs)
+    meta = {"hardware": survey.get("hardware"), "run_id": env["run_id"], "torch_version": env["torch"],
+            "triton_version": env["triton"], "cuda_version": env["cuda"] or "", "timestamp": env["end"]}
+    summary = agg.summarize_run(bench, check_df, survey, bounds, meta)
+    write_csv(out_summary, summary)
+    entries = []
+    for p in ptx_indexes:
+        entries += read_json(p)
+    write_json(out_ladders, agg.ladders(fams, plans(config, target_of(config)), entries))
+    env["cases"] = int(len(summary))
+    env["cases_ok"] = int(((summary["status"] == "ok") & (summary["check_status"] == "ok")).sum())
+    env["target"] = target_of(config)
+    write_json(out_env, env)
+
+
+def _run_id(survey: dict, config: dict) -> str:
+    from kernellab.aggregate import config_hash
+
+    stamp = (survey.get("timestamp") or "").replace(":", "").replace("-", "")
+    return f"{survey.get('hardware')}-{stamp}-{config_hash(config)[:8]}"
+
+
+def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = ()) -> None:
+    """Replace results/<set>/ by the completed staging set in one rename.
+
+    The old set stays in place until the new one is whole; build products (.so) and
+    scratch files are left out of what is published.
+    """
+    stage, dest = Path(stage_dir), Path(results_dir)
+    new = dest.with_name(f".{dest.name}.new")
+    old = dest.with_name(f".{dest.name}.old")
+    for p in (new, old):
+        if p.exists():
+            shutil.rmtree(p)
+
+    def ignore(directory, names):
+        return [n for n in names if n.endswith((".so", ".o", ".tmp")) or n in ("tmp", "temp", "__pycache__")]
+
+    shutil.copytree(stage, new, ignore=ignore)
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(new, dest)
+    if old.exists():
+        shutil.rmtree(old)
+    log.info("published %s -> %s at %s", stage, dest, time.strftime("%H:%M:%S"))
+
+
+def report(stage_set_dir: str, results_root: str, set_name: str, others: list[str]) -> None:
+    """Render report.html, report.md, KERNEL_LOG.md and plots/ into the staging set."""
+    from kernellab import report as rep
+
+    stage = Path(stage_set_dir)
+    rep.render(stage.parent, stage.name, stage, others=others, others_root=Path(results_root))
+
+
+def compare(summary_a: str, summary_b: str, name_a: str, name_b: str, out_csv: str, out_png: str,
+            threshold: float, min_us: float) -> None:
+    from kernellab import compare as cmp
+
+    df = cmp.compare_sets(Path(summary_a), Path(summary_b), name_a, name_b, threshold, min_us)
+    write_csv(out_csv, df)
+    cmp.plot(df, Path(out_png), f"{name_b} against {name_a}")
+    log.info("compare %s vs %s: %s", name_a, name_b, cmp.verdict_counts(df))

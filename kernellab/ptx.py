@@ -1,0 +1,180 @@
+"""Intermediate code and machine code of every Triton and CUDA implementation.
+
+Triton kernels are cross-compiled with ``triton.compile`` for the GPU present (sm_90
+where there is none): TTIR, TTGIR, PTX, and SASS through cuobjdump (Triton ships one).
+CUDA kernels: PTX with ``nvcc -ptx``, SASS of the cubin with cuobjdump. Each output is
+scanned for the instructions a step's note may claim (16-byte loads, tensor-core
+instructions, fp64 arithmetic, spills...), and the first line of each kind is kept as
+evidence for KERNEL_LOG.md.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kernellab.io import write_bytes, write_text
+from kernellab.registry import Family, Impl
+
+ROOT = Path(__file__).resolve().parents[1]
+CUDA_DIR = ROOT / "kernels" / "cuda"
+
+# (label, regex) scanned in PTX and SASS text
+PATTERNS = [
+    ("16-byte global loads", r"ld\.global(\.nc)?(\.L1::\w+)?(\.L2::\w+)?\.v4\.(b32|f32|u32)|LDG\.E\.128"),
+    ("16-byte global stores", r"st\.global\.v4\.(b32|f32|u32)|STG\.E\.128"),
+    ("tensor-core wgmma", r"wgmma\.mma_async|HGMMA"),
+    ("tensor-core mma", r"\bmma\.sync|HMMA"),
+    ("fp64 arithmetic", r"\b(DFMA|DMUL|DADD)\b|\b(fma|mul|add)\.rn\.f64"),
+    ("hardware tanh", r"tanh\.approx\.f32|MUFU\.TANH"),
+    ("local memory (spills)", r"\b(LDL|STL)\b|ld\.local|st\.local"),
+    ("warp shuffles", r"shfl\.sync|\bSHFL\."),
+    ("global atomics", r"\b(RED|ATOMG)\.|atom\.global|red\.global"),
+    ("bulk tensor copy (TMA)", r"cp\.async\.bulk\.tensor|UTMALDG"),
+]
+
+
+def scan(text: str, source: str) -> tuple[dict, list[dict]]:
+    """Counts of each pattern, and the first matching line of each as evidence."""
+    counts, evidence = {}, []
+    lines = text.splitlines()
+    for label, rx in PATTERNS:
+        pat = re.compile(rx)
+        hits = [ln for ln in lines if pat.search(ln)]
+        counts[label] = len(hits)
+        if hits:
+            evidence.append({"label": f"{label} ({source}, {len(hits)} lines)", "line": hits[0].strip()[:200]})
+    return counts, evidence
+
+
+def _name_of(kernel) -> str:
+    fn = getattr(kernel, "fn", kernel)
+    return getattr(fn, "__name__", str(fn))
+
+
+def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path, arch: int) -> list[dict]:
+    from kernellab import triton_utils
+
+    entries = []
+    for dtype in dtypes:
+        if not impl.supports(dtype) or impl.compile_specs is None:
+            continue
+        for spec in impl.compile_specs(dtype):
+            name = _name_of(spec.kernel)
+            stem = f"{impl.key.replace('@', '.')}.{dtype}.{name}"
+            entry = {"kernel": family.name, "impl_key": impl.key, "dtype": dtype, "source": "triton",
+                     "name": name, "config": spec.label, "files": {}, "highlights": {}, "evidence": []}
+            try:
+                asm = triton_utils.compile_asm(spec, arch)
+            except Exception as exc:  # noqa: BLE001 - recorded; the other kernels still compile
+                entry.update(status="error", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+                entries.append(entry)
+                continue
+            for ext in ("ttir", "ttgir", "ptx"):
+                if ext in asm:
+                    write_text(out_dir / f"{stem}.{ext}", asm[ext])
+                    entry["files"][ext] = f"{stem}.{ext}"
+            text = asm.get("ptx", "")
+            sass_text, why = "", ""
+            if "cubin" in asm:
+                cubin = out_dir / f"{stem}.cubin"
+                write_bytes(cubin, asm["cubin"])
+                sass_text, why = _sass(cubin)
+                cubin.unlink()
+                if sass_text:
+                    write_text(out_dir / f"{stem}.sass", sass_text)
+                    entry["files"]["sass"] = f"{stem}.sass"
+            counts, evidence = scan(text, "PTX")
+            s_counts, s_evidence = scan(sass_text, "SASS")
+            entry["highlights"] = {"ptx": counts, "sass": s_counts}
+            entry["evidence"] = evidence + s_evidence
+            entry.update(status="ok", reason=why)
+            entries.append(entry)
+    return entries
+
+
+def _sass(cubin: Path) -> tuple[str, str]:
+    try:
+        from kernellab import cuda_build
+
+        text = cuda_build.sass(cubin)
+    except Exception as exc:  # noqa: BLE001 - no cuobjdump: PTX is still there
+        return "", f"SASS unavailable: {exc}"
+    return (text or ""), ("" if text else "SASS unavailable: cuobjdump not found")
+
+
+def cuda_source_of(kernel_name: str) -> Path | None:
+    """The .cu file that defines ``kernel_name``."""
+    pat = re.compile(rf"\b{re.escape(kernel_name)}\b")
+    for path in sorted(CUDA_DIR.glob("*.cu")):
+        if pat.search(path.read_text()):
+            return path
+    return None
+
+
+def split_sass(text: str) -> dict[str, str]:
+    """cuobjdump output -> {function name: its SASS}."""
+    parts: dict[str, str] = {}
+    current, buf = None, []
+    for line in text.splitlines():
+        m = re.match(r"\s*Function : (\S+)", line)
+        if m:
+            if current:
+                parts[current] = "\n".join(buf)
+            current, buf = m.group(1), [line]
+        elif current:
+            buf.append(line)
+    if current:
+        parts[current] = "\n".join(buf)
+    return parts
+
+
+def split_ptx(text: str) -> dict[str, str]:
+    """PTX module -> {entry name: its body}."""
+    parts: dict[str, str] = {}
+    for m in re.finditer(r"\.entry\s+(\S+?)\s*\(", text):
+        start = m.start()
+        end = text.find("\n}", start)
+        parts[m.group(1)] = text[start:end + 2 if end >= 0 else len(text)]
+    return parts
+
+
+def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: dict) -> list[dict]:
+    """PTX and SASS of the CUDA kernels an implementation launches."""
+    from kernellab import cuda_build
+
+    entries = []
+    for kname in impl.cuda_kernels:
+        stem = f"{impl.key.replace('@', '.')}.{kname}"
+        entry = {"kernel": family.name, "impl_key": impl.key, "dtype": "all", "source": "cuda", "name": kname,
+                 "files": {}, "highlights": {}, "evidence": []}
+        src = cuda_source_of(kname)
+        if src is None:
+            entry.update(status="error", reason=f"no .cu file under kernels/cuda defines {kname}")
+            entries.append(entry)
+            continue
+        try:
+            if src not in cache:
+                cache[src] = cuda_build.ptx_and_sass(src, arch)
+            ptx_text, sass_text = cache[src]
+        except Exception as exc:  # noqa: BLE001 - nvcc absent or failed: recorded
+            entry.update(status="unavailable", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            entries.append(entry)
+            continue
+        ptx_fns = {k: v for k, v in split_ptx(ptx_text).items() if kname in k}
+        sass_fns = {k: v for k, v in split_sass(sass_text or "").items() if kname in k}
+        ptx_part = "\n\n".join(ptx_fns[k] for k in sorted(ptx_fns))
+        sass_part = "\n\n".join(sass_fns[k] for k in sorted(sass_fns))
+        if ptx_part:
+            write_text(out_dir / f"{stem}.ptx", ptx_part)
+            entry["files"]["ptx"] = f"{stem}.ptx"
+        if sass_part:
+            write_text(out_dir / f"{stem}.sass", sass_part)
+            entry["files"]["sass"] = f"{stem}.sass"
+        counts, evidence = scan(ptx_part, "PTX")
+        s_counts, s_evidence = scan(sass_part, "SASS")
+        entry["highlights"] = {"ptx": counts, "sass": s_counts}
+        entry["evidence"] = evidence + s_evidence
+        entry.update(status="ok", reason="" if sass_part else "SASS unavailable (cuobjdump not found)")
+        entries.append(entry)
+    return entries

@@ -1,0 +1,292 @@
+"""Reading ``results/<hardware>/``: every file optional, every column optional.
+
+Rows come back as plain dicts with typed values (str, float with NaN for missing,
+bool or None), sorted, so the pages built from them do not depend on file order.
+Problems (a malformed JSON file, a CSV without a header) become ``warnings`` shown in
+the report instead of exceptions.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernellab.report.fmt import to_bool, to_float
+
+csv.field_size_limit(1 << 24)
+
+SUMMARY_STR = ("kernel", "impl", "backend", "step", "ladder", "impl_key", "shape", "dtype", "params", "status",
+               "reason", "mode", "check_status", "hardware", "run_id", "torch_version", "triton_version",
+               "cuda_version", "timestamp", "bound")
+SUMMARY_NUM = ("numel", "median_us", "p20_us", "p80_us", "mean_us", "iqr_us", "stdrel", "n_samples",
+               "graph_us", "throttled_samples", "sm_clock_mhz", "mem_clock_mhz", "bytes", "flops", "gbps",
+               "tflops", "pct_of_peak_bw", "pct_of_peak_flops", "pct_of_datasheet_bw", "pct_of_datasheet_flops",
+               "speedup_vs_torch_fused", "max_rel_err", "max_abs_err")
+SUMMARY_BOOL = ("converged", "is_best")
+
+CHECK_NUM = ("seed", "rel_err", "max_abs", "tol")
+PROFILE_NUM = ("rank", "calls", "cpu_time_us", "device_time_us", "pct")
+AUTOTUNE_NUM = ("median_us",)
+RESOURCE_NUM = ("registers", "spill_stores_bytes", "spill_loads_bytes", "stack_frame_bytes", "smem_bytes",
+                "cmem_bytes")
+NCU_NUM = ("duration_us", "dram_pct", "sm_pct", "achieved_occupancy", "registers", "smem_per_block",
+           "l1_hit_pct", "l2_hit_pct")
+COMPARE_NUM = ("median_a_us", "median_b_us", "change")
+
+
+def shape_numel(shape: str) -> float:
+    """Product of the dimensions of ``4096x4096``; NaN when it is not such a string."""
+    try:
+        dims = [int(d) for d in str(shape).lower().split("x")]
+    except ValueError:
+        return math.nan
+    return float(math.prod(dims)) if dims else math.nan
+
+
+def shape_sort_key(shape: str, numel: float = math.nan) -> tuple:
+    n = numel if math.isfinite(numel) else shape_numel(shape)
+    return (0 if math.isfinite(n) else 1, n if math.isfinite(n) else 0.0, str(shape))
+
+
+@dataclass
+class Results:
+    """One hardware's results directory, loaded."""
+
+    hardware: str
+    path: Path
+    exists: bool = False
+    summary: list[dict] = field(default_factory=list)
+    survey: dict = field(default_factory=dict)
+    environment: dict = field(default_factory=dict)
+    checks: dict[str, list[dict]] = field(default_factory=dict)
+    profiles: dict[str, list[dict]] = field(default_factory=dict)
+    autotune: dict[str, list[dict]] = field(default_factory=dict)
+    ncu: dict[str, list[dict]] = field(default_factory=dict)
+    ptx: dict[str, list[dict]] = field(default_factory=dict)
+    resources: list[dict] = field(default_factory=list)
+    ladders: list[dict] = field(default_factory=list)
+    compare: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def is_cpu(self) -> bool:
+        """A CPU run: the survey says so, or (no survey) the slug does."""
+        gpu = self.survey.get("is_gpu") if isinstance(self.survey, dict) else None
+        if isinstance(gpu, bool):
+            return not gpu
+        if self.environment.get("gpu_name"):
+            return False
+        return self.hardware.lower().startswith("cpu")
+
+    def kernels(self) -> list[str]:
+        names = {r["kernel"] for r in self.summary if r["kernel"]}
+        names |= {ld["kernel"] for ld in self.ladders}
+        for d in (self.checks, self.profiles, self.autotune, self.ncu, self.ptx):
+            names |= set(d)
+        return sorted(names)
+
+
+# ------------------------------------------------------------------ files
+def read_csv(path: Path, warnings: list[str]) -> list[dict]:
+    """Rows as dicts of stripped strings ('' for a missing cell); [] if absent or broken."""
+    if not path.is_file():
+        return []
+    try:
+        with path.open(newline="", encoding="utf-8", errors="replace") as f:
+            reader = csv.DictReader(f)
+            if not reader.fieldnames:
+                warnings.append(f"{path.name}: empty CSV (no header)")
+                return []
+            rows = []
+            for raw in reader:
+                rows.append({str(k).strip(): ("" if v is None else str(v).strip())
+                             for k, v in raw.items() if k is not None})
+            return rows
+    except (OSError, csv.Error) as e:
+        warnings.append(f"{path.name}: unreadable CSV ({e})")
+        return []
+
+
+def read_json(path: Path, warnings: list[str], default):
+    if not path.is_file():
+        return default
+    try:
+        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as e:
+        warnings.append(f"{path.name}: unreadable JSON ({e})")
+        return default
+
+
+def typed(row: dict, strings=(), numbers=(), bools=()) -> dict:
+    out = dict(row)
+    for c in strings:
+        out[c] = str(out.get(c, "") or "")
+    for c in numbers:
+        out[c] = to_float(out.get(c, ""))
+    for c in bools:
+        out[c] = to_bool(out.get(c, ""))
+    return out
+
+
+def _per_kernel(directory: Path, warnings: list[str], numbers=(), strings=("kernel", "impl_key", "shape", "dtype"),
+                bools=()) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    if not directory.is_dir():
+        return out
+    for path in sorted(directory.glob("*.csv")):
+        for r in read_csv(path, warnings):
+            r = typed(r, strings=strings, numbers=numbers, bools=bools)
+            kernel = r.get("kernel") or path.stem
+            r["kernel"] = kernel
+            out.setdefault(kernel, []).append(r)
+    return out
+
+
+def normalize_summary_row(raw: dict) -> dict:
+    r = typed(raw, SUMMARY_STR, SUMMARY_NUM, SUMMARY_BOOL)
+    if not r["impl_key"]:
+        r["impl_key"] = f"{r['impl']}@{r['step']}" if r["step"] else r["impl"]
+    if not r["impl"]:
+        r["impl"] = r["impl_key"].split("@", 1)[0]
+    if not r["status"]:
+        # no status column: a row with a time is taken as measured
+        r["status"] = "ok" if math.isfinite(r["median_us"]) and r["median_us"] > 0 else "unknown"
+    r["status"] = r["status"].lower()
+    r["check_status"] = r["check_status"].lower()
+    if not math.isfinite(r["numel"]):
+        r["numel"] = shape_numel(r["shape"])
+    med = r["median_us"]
+    if math.isfinite(med) and med > 0:
+        if not math.isfinite(r["gbps"]) and math.isfinite(r["bytes"]):
+            r["gbps"] = r["bytes"] / med / 1e3
+        if not math.isfinite(r["tflops"]) and math.isfinite(r["flops"]):
+            r["tflops"] = r["flops"] / med / 1e6
+    return r
+
+
+def is_valid(r: dict) -> bool:
+    """Measured and correct: may be best, may enter speedups and plots."""
+    med = r.get("median_us", math.nan)
+    return (r.get("status") == "ok" and r.get("check_status") != "failed"
+            and isinstance(med, float) and math.isfinite(med) and med > 0)
+
+
+def case_key(r: dict) -> tuple:
+    return (r["kernel"], r["shape"], r["dtype"], r["params"], r["mode"])
+
+
+def row_sort_key(r: dict) -> tuple:
+    return (r["kernel"], r["dtype"], r["params"], r["mode"], shape_sort_key(r["shape"], r["numel"]),
+            r["impl_key"])
+
+
+def _ladders(raw, warnings: list[str]) -> list[dict]:
+    if not isinstance(raw, list):
+        if raw:
+            warnings.append("ladders.json: not a list")
+        return []
+    out = []
+    for ld in raw:
+        if not isinstance(ld, dict):
+            continue
+        steps = []
+        for s in ld.get("steps") or []:
+            if not isinstance(s, dict):
+                continue
+            ev = [e for e in (s.get("evidence") or []) if isinstance(e, dict)]
+            steps.append({
+                "impl_key": str(s.get("impl_key") or ""), "impl": str(s.get("impl") or ""),
+                "step": str(s.get("step") or ""), "order": to_float(s.get("order")),
+                "idea": str(s.get("idea") or ""), "prediction": str(s.get("prediction") or ""),
+                "expect_speedup": _range(s.get("expect_speedup")),
+                "expect_pct_of_peak": _range(s.get("expect_pct_of_peak")),
+                "cuda_kernels": [str(k) for k in (s.get("cuda_kernels") or [])],
+                "evidence": [{"label": str(e.get("label") or ""), "line": str(e.get("line") or "")} for e in ev],
+            })
+        steps.sort(key=lambda s: (s["order"] if math.isfinite(s["order"]) else math.inf, s["impl_key"]))
+        out.append({
+            "kernel": str(ld.get("kernel") or ""), "ladder": str(ld.get("ladder") or ""),
+            "metric": "tflops" if str(ld.get("metric")) == "tflops" else "gbps",
+            "shape": str(ld.get("shape") or ""), "dtype": str(ld.get("dtype") or ""),
+            "mode": str(ld.get("mode") or ""),
+            "baseline_impl_key": str(ld.get("baseline_impl_key") or "torch_fused"), "steps": steps,
+        })
+    out.sort(key=lambda ld: (ld["kernel"], ld["ladder"]))
+    return out
+
+
+def _range(x) -> tuple[float, float] | None:
+    if isinstance(x, (list, tuple)) and len(x) == 2:
+        lo, hi = to_float(x[0]), to_float(x[1])
+        if math.isfinite(lo) and math.isfinite(hi):
+            return (min(lo, hi), max(lo, hi))
+    return None
+
+
+def _ptx(directory: Path, warnings: list[str]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    if not directory.is_dir():
+        return out
+    for index in sorted(directory.glob("*/index.json")):
+        entries = read_json(index, warnings, [])
+        if not isinstance(entries, list):
+            warnings.append(f"ptx/{index.parent.name}/index.json: not a list")
+            continue
+        for e in entries:
+            if not isinstance(e, dict):
+                continue
+            files = e.get("files") if isinstance(e.get("files"), dict) else {}
+            hl = e.get("highlights") if isinstance(e.get("highlights"), dict) else {}
+            kernel = str(e.get("kernel") or index.parent.name)
+            out.setdefault(kernel, []).append({
+                "kernel": kernel, "impl_key": str(e.get("impl_key") or ""), "dtype": str(e.get("dtype") or ""),
+                "source": str(e.get("source") or ""), "name": str(e.get("name") or ""),
+                "files": {str(k): str(v) for k, v in sorted(files.items()) if v},
+                "highlights": hl, "index_dir": index.parent,
+            })
+    for v in out.values():
+        v.sort(key=lambda e: (e["impl_key"], e["dtype"], e["source"], e["name"]))
+    return out
+
+
+def load(results_root: Path, hardware: str) -> Results:
+    path = Path(results_root) / hardware
+    res = Results(hardware=hardware, path=path, exists=path.is_dir())
+    w = res.warnings
+    if not res.exists:
+        w.append(f"no results directory for {hardware!r}")
+        return res
+    res.summary = sorted((normalize_summary_row(r) for r in read_csv(path / "summary.csv", w)), key=row_sort_key)
+    if not (path / "summary.csv").is_file():
+        w.append("summary.csv is missing: no timings to show")
+    survey = read_json(path / "survey.json", w, {})
+    res.survey = survey if isinstance(survey, dict) else {}
+    env = read_json(path / "environment.json", w, {})
+    res.environment = env if isinstance(env, dict) else {}
+    res.checks = _per_kernel(path / "check", w, numbers=CHECK_NUM,
+                             strings=("kernel", "impl", "impl_key", "step", "shape", "dtype", "params", "status",
+                                      "reason"))
+    res.profiles = _per_kernel(path / "profile", w, numbers=PROFILE_NUM,
+                               strings=("kernel", "impl_key", "shape", "dtype", "name"))
+    res.autotune = _per_kernel(path / "autotune", w, numbers=AUTOTUNE_NUM, bools=("is_best",),
+                               strings=("kernel", "impl_key", "triton_kernel", "shape", "dtype", "config",
+                                        "status"))
+    res.ncu = _per_kernel(path / "ncu", w, numbers=NCU_NUM,
+                          strings=("kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "reason",
+                                   "top_stalls"))
+    res.ptx = _ptx(path / "ptx", w)
+    res.resources = sorted((typed(r, ("file", "kernel"), RESOURCE_NUM)
+                            for r in read_csv(path / "build" / "resources.csv", w)),
+                           key=lambda r: (r["file"], r["kernel"]))
+    res.ladders = _ladders(read_json(path / "ladders.json", w, []), w)
+    cmp_dir = path / "compare"
+    if cmp_dir.is_dir():
+        for f in sorted(cmp_dir.glob("*.csv")):
+            for r in read_csv(f, w):
+                r = typed(r, ("kernel", "impl_key", "shape", "dtype", "params", "verdict", "a", "b"), COMPARE_NUM)
+                r["file"] = f.name
+                res.compare.append(r)
+    return res

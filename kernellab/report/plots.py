@@ -1,0 +1,266 @@
+"""Matplotlib figures as PNG bytes, deterministic: same data, same bytes.
+
+No pyplot (no global figure state): each figure is a ``Figure`` drawn by the Agg
+canvas under fixed rcParams (``rcdefaults`` plus a few settings, ``svg.hashsalt``
+fixed), saved without the ``Software`` metadata and at a fixed dpi. Inputs arrive
+sorted; colors are assigned from sorted names.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import struct
+from contextlib import contextmanager
+
+import matplotlib as mpl
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
+
+from kernellab.report.fmt import mpl_text
+
+DPI = 100
+RC = {
+    "svg.hashsalt": "kernellab-report",
+    "font.family": "DejaVu Sans",
+    "font.size": 9.0,
+    "axes.titlesize": 10.0,
+    "axes.labelsize": 9.0,
+    "legend.fontsize": 8.0,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.6,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+    "axes.facecolor": "white",
+    "path.simplify": False,
+    "text.usetex": False,
+}
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+           "#bcbd22", "#393b79", "#ad494a", "#637939", "#7b4173", "#3182bd", "#e6550d", "#31a354"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
+FIXED = {"torch_fused": "#000000", "torch_naive": "#7f7f7f"}
+
+
+@contextmanager
+def style():
+    with mpl.rc_context():
+        mpl.rcdefaults()
+        mpl.rcParams.update(RC)
+        yield
+
+
+def png_bytes(fig: Figure) -> bytes:
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from the PNG header."""
+    if len(data) < 24 or data[:8] != b"\x89PNG\r\n\x1a\n":
+        return (0, 0)
+    return struct.unpack(">II", data[16:24])
+
+
+def colors_for(names) -> dict[str, str]:
+    out, i = {}, 0
+    for n in sorted(set(names)):
+        if n in FIXED:
+            out[n] = FIXED[n]
+        else:
+            out[n] = PALETTE[i % len(PALETTE)]
+            i += 1
+    return out
+
+
+def markers_for(names) -> dict[str, str]:
+    return {n: MARKERS[i % len(MARKERS)] for i, n in enumerate(sorted(set(names)))}
+
+
+def _finite_pos(*xs) -> bool:
+    return all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in xs)
+
+
+def _times(v, _pos) -> str:
+    return f"{v:g}×"
+
+
+def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], metric: str,
+                  ceilings: dict[str, tuple[float, float]], keys: list[str]) -> bytes | None:
+    """One figure, one panel per (dtype, params, mode); one line per impl_key.
+
+    kind: ``latency`` (µs, log-log), ``throughput`` (GB/s or TFLOP/s with the measured
+    ceiling and the datasheet value as horizontal lines) or ``speedup`` (over
+    torch_fused, log-log, 1× line). ``rows`` are valid rows only. ``ceilings`` maps a
+    panel label to (measured, datasheet).
+    """
+    if not panels:
+        return None
+    colors = colors_for(keys)
+    markers = markers_for(keys)
+    unit = "TFLOP/s" if metric == "tflops" else "GB/s"
+    field = {"latency": "median_us", "throughput": "tflops" if metric == "tflops" else "gbps",
+             "speedup": "speedup"}[kind]
+    ylabel = {"latency": "median time (µs)", "throughput": unit, "speedup": "speedup over torch_fused"}[kind]
+    title = {"latency": "latency vs size", "throughput": f"achieved {unit} vs size",
+             "speedup": "speedup over torch_fused vs size"}[kind]
+    n = len(panels)
+    ncols = min(n, 3)
+    nrows = math.ceil(n / ncols)
+    with style():
+        fig = Figure(figsize=(4.6 * ncols + 0.4, 3.4 * nrows + 0.9), dpi=DPI, layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        handles: dict[str, Line2D] = {}
+        any_data = False
+        for idx, (label, rows) in enumerate(panels):
+            ax = axes[idx // ncols][idx % ncols]
+            ax.set_title(mpl_text(label))
+            ax.set_xscale("log")
+            ax.set_xlabel("elements")
+            ax.set_ylabel(ylabel)
+            drawn = False
+            by_key: dict[str, list[tuple[float, float]]] = {}
+            for r in rows:
+                x, y = r.get("numel", math.nan), r.get(field, math.nan)
+                if _finite_pos(x, y) and not (kind == "speedup" and r["impl_key"] == "torch_fused"):
+                    by_key.setdefault(r["impl_key"], []).append((x, y))
+            for key in sorted(by_key):
+                pts = sorted(by_key[key])
+                xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+                (line,) = ax.plot(xs, ys, marker=markers.get(key, "o"), markersize=4, linewidth=1.4,
+                                  color=colors.get(key, "#333333"), label=mpl_text(key))
+                handles.setdefault(key, line)
+                drawn = True
+            if kind == "latency":
+                ax.set_yscale("log")
+            elif kind == "speedup":
+                ax.set_yscale("log")
+                ax.axhline(1.0, color="#555555", linewidth=0.9, linestyle="--")
+                ax.yaxis.set_major_formatter(FuncFormatter(_times))
+                ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, p: ""))
+            else:
+                measured, sheet = ceilings.get(label, (math.nan, math.nan))
+                if _finite_pos(measured):
+                    ln = ax.axhline(measured, color="#444444", linewidth=1.1, linestyle="-",
+                                    label=f"measured ceiling ({measured:,.4g} {unit})")
+                    handles.setdefault(f"~measured {label}", ln)
+                if _finite_pos(sheet):
+                    ln = ax.axhline(sheet, color="#999999", linewidth=1.1, linestyle=":",
+                                    label=f"datasheet ({sheet:,.4g} {unit})")
+                    handles.setdefault(f"~datasheet {label}", ln)
+                ax.set_ylim(bottom=0)
+            if not drawn:
+                ax.text(0.5, 0.5, "no correct measurement", transform=ax.transAxes, ha="center",
+                        va="center", color="#a00000")
+            any_data = any_data or drawn
+        for idx in range(n, nrows * ncols):
+            axes[idx // ncols][idx % ncols].set_visible(False)
+        if not any_data:
+            return None
+        fig.suptitle(mpl_text(f"{kernel}: {title}"))
+        items = sorted(handles.items())
+        fig.legend([h for _, h in items], [h.get_label() for _, h in items], loc="outside lower center",
+                   ncol=min(4, max(1, len(items))), frameon=False)
+        return png_bytes(fig)
+
+
+def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
+    """Attained FLOP/s vs arithmetic intensity, one point per valid case, colored by kernel.
+
+    ``points``: dicts with kernel, dtype, intensity (FLOP/byte), flops_per_s.
+    Roofs: the measured copy bandwidth times intensity, capped by the measured matmul
+    rate of each dtype present; datasheet roofs dotted when the survey has them.
+    """
+    pts = [p for p in points if _finite_pos(p["intensity"], p["flops_per_s"])]
+    if not pts:
+        return None
+    bw = survey.get("copy_gbps") if isinstance(survey, dict) else None
+    bw = float(bw) * 1e9 if _finite_pos(bw) else math.nan
+    mm = survey.get("matmul_tflops") if isinstance(survey, dict) and isinstance(
+        survey.get("matmul_tflops"), dict) else {}
+    ds = survey.get("datasheet") if isinstance(survey, dict) and isinstance(survey.get("datasheet"), dict) else {}
+    ds_bw = ds.get("bw_gbps")
+    ds_bw = float(ds_bw) * 1e9 if _finite_pos(ds_bw) else math.nan
+    ds_tf = ds.get("tflops") if isinstance(ds.get("tflops"), dict) else {}
+    dtypes = sorted({p["dtype"] for p in pts})
+    kernels = sorted({p["kernel"] for p in pts})
+    colors = colors_for(kernels)
+    marks = markers_for(dtypes)
+    xs = [p["intensity"] for p in pts]
+    xmin, xmax = min(xs) / 4, max(xs) * 4
+    peaks = {d: float(mm[d]) * 1e12 for d in dtypes if _finite_pos(mm.get(d))}
+    if math.isfinite(bw):
+        for p in peaks.values():
+            ridge = p / bw
+            xmin, xmax = min(xmin, ridge / 4), max(xmax, ridge * 4)
+    with style():
+        fig = Figure(figsize=(9.0, 6.0), dpi=DPI, layout="constrained")
+        ax = fig.subplots()
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        grid = [xmin * (xmax / xmin) ** (i / 200) for i in range(201)]
+        styles = ["-", "--", "-.", (0, (5, 1, 1, 1))]
+        if math.isfinite(bw):
+            if peaks:
+                for i, d in enumerate(sorted(peaks)):
+                    ax.plot(grid, [min(bw * x, peaks[d]) for x in grid], color="#333333",
+                            linestyle=styles[i % len(styles)], linewidth=1.3,
+                            label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s"))
+            else:
+                ax.plot(grid, [bw * x for x in grid], color="#333333", linewidth=1.3,
+                        label=f"memory roof: {bw / 1e9:,.4g} GB/s")
+        elif peaks:
+            for i, d in enumerate(sorted(peaks)):
+                ax.axhline(peaks[d], color="#333333", linestyle=styles[i % len(styles)],
+                           label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s"))
+        if math.isfinite(ds_bw):
+            for d in dtypes:
+                if _finite_pos(ds_tf.get(d)):
+                    p = float(ds_tf[d]) * 1e12
+                    ax.plot(grid, [min(ds_bw * x, p) for x in grid], color="#aaaaaa", linestyle=":",
+                            linewidth=1.0, label=mpl_text(f"datasheet {d}"))
+        for k in kernels:
+            for d in dtypes:
+                sel = sorted((p["intensity"], p["flops_per_s"]) for p in pts if p["kernel"] == k and p["dtype"] == d)
+                if sel:
+                    ax.scatter([s[0] for s in sel], [s[1] for s in sel], color=colors[k], marker=marks[d], s=22,
+                               alpha=0.85, edgecolors="none", label=mpl_text(f"{k} ({d})"))
+        ax.set_xlim(xmin, xmax)
+        ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+        ax.set_ylabel("attained FLOP/s")
+        ax.set_title(mpl_text(f"Roofline: {hardware}"))
+        fig.legend(loc="outside right upper", fontsize=7, frameon=False)
+        return png_bytes(fig)
+
+
+def comparison(pairs: list[dict], this: str, other: str) -> bytes | None:
+    """Scatter of medians, this hardware (x) against the other (y), log-log, y = x dashed."""
+    pts = [p for p in pairs if _finite_pos(p["a_us"], p["b_us"])]
+    if not pts:
+        return None
+    kernels = sorted({p["kernel"] for p in pts})
+    colors = colors_for(kernels)
+    lo = min(min(p["a_us"], p["b_us"]) for p in pts) / 2
+    hi = max(max(p["a_us"], p["b_us"]) for p in pts) * 2
+    with style():
+        fig = Figure(figsize=(6.5, 6.0), dpi=DPI, layout="constrained")
+        ax = fig.subplots()
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.plot([lo, hi], [lo, hi], color="#555555", linestyle="--", linewidth=1.0, label="same time")
+        for k in kernels:
+            sel = sorted((p["a_us"], p["b_us"]) for p in pts if p["kernel"] == k)
+            ax.scatter([s[0] for s in sel], [s[1] for s in sel], color=colors[k], s=22, label=mpl_text(k))
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel(mpl_text(f"median µs on {this}"))
+        ax.set_ylabel(mpl_text(f"median µs on {other}"))
+        ax.set_title(mpl_text(f"{this} vs {other}: common cases (above the line: {this} faster)"))
+        ax.legend(loc="upper left", fontsize=8)
+        return png_bytes(fig)

@@ -1,0 +1,156 @@
+"""The hardware survey: what this machine is and its two measured ceilings.
+
+Every ``pct_of_peak_*`` column divides by what is measured here, on this machine, in
+this run: the device-to-device copy bandwidth (bytes read plus bytes written) and the
+rate of a large matrix product through PyTorch (cuBLAS on a GPU) per dtype. Datasheet
+figures, where the device is known, are recorded beside them as a second reference.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import time
+
+from kernellab import nvml, runtime
+from kernellab.stats import summarize
+
+# Vendor datasheet figures (dense, no sparsity): memory bandwidth in GB/s and matrix
+# rates in TFLOP/s. Leads, not ceilings: the measured numbers are what rows divide by.
+DATASHEET = {
+    "nvidia-h200": {"name": "NVIDIA H200 SXM", "bw_gbps": 4800.0,
+                    "tflops": {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}},
+    "nvidia-h100-80gb-hbm3": {"name": "NVIDIA H100 SXM", "bw_gbps": 3350.0,
+                              "tflops": {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}},
+    "nvidia-h100-pcie": {"name": "NVIDIA H100 PCIe", "bw_gbps": 2000.0,
+                         "tflops": {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0}},
+    "nvidia-a100-sxm4-80gb": {"name": "NVIDIA A100 SXM 80GB", "bw_gbps": 2039.0,
+                              "tflops": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}},
+    "nvidia-a100-sxm4-40gb": {"name": "NVIDIA A100 SXM 40GB", "bw_gbps": 1555.0,
+                              "tflops": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}},
+    "nvidia-l4": {"name": "NVIDIA L4", "bw_gbps": 300.0,
+                  "tflops": {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}},
+    "nvidia-geforce-rtx-4090": {"name": "NVIDIA GeForce RTX 4090", "bw_gbps": 1008.0,
+                                "tflops": {"fp32": 82.6, "tf32": 82.6, "bf16": 165.2, "fp16": 165.2}},
+}
+
+
+def slugify(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "-", name.lower()).strip("-")
+
+
+def device_name() -> str:
+    """GPU name from NVML (no CUDA initialisation), else the CPU's architecture."""
+    info = nvml.Monitor().device_info()
+    if info.get("name"):
+        return str(info["name"])
+    if runtime.has_gpu():
+        import torch
+
+        return torch.cuda.get_device_name(0)
+    return f"CPU {platform.machine()}"
+
+
+def hardware_slug() -> str:
+    """``nvidia-h200``, ``cpu-x86_64``...: results of different hardware never mix."""
+    if runtime.has_gpu() or nvml.Monitor().device_info().get("name"):
+        return slugify(device_name())
+    return slugify(f"cpu-{platform.machine()}")
+
+
+# ------------------------------------------------------------------ ceilings
+def _time_us(fn, device: str, reps: int) -> float:
+    import torch
+
+    fn()
+    runtime.synchronize()
+    samples = []
+    for _ in range(reps):
+        if device == "cuda":
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            torch.cuda.synchronize()
+            samples.append(s.elapsed_time(e) * 1e3)
+        else:
+            t0 = time.perf_counter_ns()
+            fn()
+            samples.append((time.perf_counter_ns() - t0) / 1e3)
+    return summarize(samples).median
+
+
+def copy_bandwidth_gbps(device: str, nbytes: int | None = None, reps: int = 20) -> float:
+    """Device-to-device copy, counting bytes read plus bytes written."""
+    import torch
+
+    nbytes = nbytes or (2 * 2**30 if device == "cuda" else 256 * 2**20)
+    src = torch.randn(nbytes // 4, device=device)
+    dst = torch.empty_like(src)
+    us = _time_us(lambda: dst.copy_(src), device, reps)
+    return 2 * nbytes / (us * 1e-6) / 1e9
+
+
+def matmul_tflops(device: str, dtype: str, n: int | None = None, reps: int = 10) -> float:
+    """Rate of an n^3 matrix product through PyTorch on random data."""
+    import torch
+
+    n = n or (8192 if device == "cuda" else 1024)
+    td = runtime.torch_dtype(dtype)
+    if device == "cpu" and dtype in ("fp16",):
+        n = min(n, 512)  # CPU half matmul is slow; the number only scales CPU rows
+    a = torch.randn(n, n, device=device).to(td)
+    b = torch.randn(n, n, device=device).to(td)
+    with runtime.matmul_precision(dtype):
+        us = _time_us(lambda: a @ b, device, reps)
+    return 2 * n**3 / (us * 1e-6) / 1e12
+
+
+def survey(device: str) -> dict:
+    """All ceilings and properties; the ``survey`` rule writes this as survey.json."""
+    import torch
+
+    slug = hardware_slug()
+    out: dict = {
+        "hardware": slug,
+        "device_name": device_name(),
+        "is_gpu": device == "cuda",
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sm_count": None,
+        "l2_bytes": None,
+        "memory_bytes": None,
+        "datasheet": DATASHEET.get(slug),
+    }
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        out.update(sm_count=props.multi_processor_count, l2_bytes=int(getattr(props, "L2_cache_size", 0)) or None,
+                   memory_bytes=int(props.total_memory), compute_capability=f"{props.major}.{props.minor}")
+    else:
+        import os
+
+        out.update(cpu_count=os.cpu_count(), llc_bytes=_llc())
+    mon = nvml.Monitor()
+    out["clocks_before"] = mon.reading().clocks()
+    out["copy_gbps"] = copy_bandwidth_gbps(device)
+    out["matmul_tflops"] = {d: matmul_tflops(device, d) for d in runtime.DTYPES}
+    out["clocks_after"] = mon.reading().clocks()
+    out["nvml"] = mon.device_info()
+    return out
+
+
+def _llc() -> int:
+    from kernellab.timing import llc_bytes
+
+    return llc_bytes()
+
+
+def ceilings(survey_data: dict, family_bound: str, dtype: str) -> tuple[float, float]:
+    """(bandwidth GB/s, FLOP/s ceiling TFLOP/s) that a row's percentages divide by.
+
+    Matrix families divide by the matrix rate of their dtype; every other family by
+    the fp32 rate (vector units), which bounds elementwise arithmetic whatever the
+    storage type.
+    """
+    rates = survey_data.get("matmul_tflops") or {}
+    rate = rates.get(dtype if family_bound == "compute" else "fp32")
+    return survey_data.get("copy_gbps"), rate

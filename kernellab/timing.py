@@ -1,0 +1,214 @@
+"""Timing one call: warm-up by time, cold or warm samples, noise-based stop, graph replay.
+
+On a GPU each sample is bracketed by CUDA events; in ``cold`` mode a buffer larger than
+the L2 is written before every sample (outside the events), so each sample starts with
+the data in device memory, as in nvbench and ``triton.testing.do_bench``. Samples are
+taken in batches; NVML is read between batches and a batch during which the GPU
+reported thermal or power throttling is discarded and counted. Sampling stops when the
+relative standard deviation of the clean samples reaches the target, or when the
+case's budget is spent (``converged`` says which).
+
+For short kernels the call is also captured into a CUDA graph and its replays timed:
+the difference between eager and replayed medians is the launch overhead.
+
+On the CPU the same loop runs with ``time.perf_counter_ns`` and a flush buffer sized
+from the last-level cache.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kernellab import nvml
+from kernellab.stats import StopRule, summarize
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    mode: str = "cold"  # cold | warm
+    rel_std: float = 0.005
+    min_samples: int = 10
+    max_samples: int = 2000
+    budget_s: float = 1.0
+    warmup_s: float = 0.05
+    min_warmup: int = 3
+    batch: int = 10
+    graph: bool = True
+    graph_max_us: float = 200.0  # only time graph replay for kernels shorter than this
+
+    @classmethod
+    def from_config(cls, cfg: dict | None) -> TimingConfig:
+        cfg = dict(cfg or {})
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in cfg.items() if k in known})
+
+    def stop_rule(self) -> StopRule:
+        return StopRule(self.rel_std, self.min_samples, self.max_samples, self.budget_s)
+
+
+@dataclass
+class Timing:
+    samples_us: list[float]
+    converged: bool
+    mode: str
+    throttled_samples: int = 0
+    graph_samples_us: list[float] = field(default_factory=list)
+    graph_note: str = ""
+    clocks: dict = field(default_factory=dict)
+    note: str = ""
+
+    def record(self) -> dict:
+        s = summarize(self.samples_us)
+        rec = s.as_dict()
+        g = summarize(self.graph_samples_us)
+        rec.update(
+            mode=self.mode,
+            converged=bool(self.converged),
+            throttled_samples=int(self.throttled_samples),
+            graph_us=g.median,
+            sm_clock_mhz=self.clocks.get("sm_clock_mhz", math.nan),
+            mem_clock_mhz=self.clocks.get("mem_clock_mhz", math.nan),
+            temperature_c=self.clocks.get("temperature_c", math.nan),
+            power_w=self.clocks.get("power_w", math.nan),
+        )
+        return rec
+
+
+# ------------------------------------------------------------------ L2 flushing
+def llc_bytes() -> int:
+    """Largest CPU cache (bytes) from sysfs; 32 MiB when unknown."""
+    best = 0
+    for p in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        txt = p.read_text().strip().upper()
+        mult = {"K": 1024, "M": 1024**2}.get(txt[-1], 1)
+        try:
+            best = max(best, int(txt.rstrip("KM")) * mult)
+        except ValueError:
+            continue
+    return best or 32 * 1024**2
+
+
+class Flusher:
+    """Writes a buffer twice the size of the last-level cache, evicting earlier data."""
+
+    def __init__(self, device: str):
+        import torch
+
+        if device == "cuda":
+            l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or 64 * 1024**2
+        else:
+            l2 = llc_bytes()
+        self.bytes = 2 * l2
+        self.buf = torch.empty(self.bytes // 4, dtype=torch.int32, device=device)
+
+    def __call__(self) -> None:
+        self.buf.zero_()
+
+
+# ------------------------------------------------------------------ measuring
+def measure(fn: Callable[[], object], cfg: TimingConfig, device: str) -> Timing:
+    if cfg.mode not in ("cold", "warm"):
+        raise ValueError(f"timing mode must be 'cold' or 'warm', not {cfg.mode!r}")
+    flush = Flusher(device) if cfg.mode == "cold" else None
+    _warmup(fn, cfg, device)
+    if device == "cuda":
+        timing = _measure_cuda(fn, cfg, flush)
+        if cfg.graph and timing.samples_us and summarize(timing.samples_us).median <= cfg.graph_max_us:
+            timing.graph_samples_us, timing.graph_note = _measure_graph(fn, cfg, flush)
+        return timing
+    return _measure_cpu(fn, cfg, flush)
+
+
+def _warmup(fn, cfg: TimingConfig, device: str) -> None:
+    import torch
+
+    t0 = time.perf_counter()
+    n = 0
+    while n < cfg.min_warmup or time.perf_counter() - t0 < cfg.warmup_s:
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        n += 1
+        if n >= 10_000:
+            break
+
+
+def _measure_cpu(fn, cfg: TimingConfig, flush) -> Timing:
+    rule = cfg.stop_rule()
+    samples: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        if flush is not None:
+            flush()
+        start = time.perf_counter_ns()
+        fn()
+        samples.append((time.perf_counter_ns() - start) / 1e3)
+        stop, converged = rule.decide(samples, time.perf_counter() - t0)
+        if stop:
+            return Timing(samples, converged, cfg.mode)
+
+
+def _measure_cuda(fn, cfg: TimingConfig, flush) -> Timing:
+    import torch
+
+    rule = cfg.stop_rule()
+    clean: list[float] = []
+    everything: list[float] = []
+    throttled = 0
+    clocks: dict = {}
+    mon = nvml.Monitor()
+    t0 = time.perf_counter()
+    while True:
+        before = mon.reading()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(cfg.batch)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(cfg.batch)]
+        for s, e in zip(starts, ends):
+            if flush is not None:
+                flush()
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize()
+        after = mon.reading()
+        batch = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+        clocks = after.clocks() or clocks
+        everything.extend(batch)
+        if nvml.throttled(before, after):
+            throttled += len(batch)
+        else:
+            clean.extend(batch)
+        elapsed = time.perf_counter() - t0
+        stop, converged = rule.decide(clean, elapsed)
+        # a GPU that throttles all the time would never stop on clean samples alone
+        stop = stop or len(everything) >= rule.max_samples or elapsed >= rule.budget_s
+        if stop:
+            if len(clean) >= cfg.min_samples:
+                return Timing(clean, converged, cfg.mode, throttled, clocks=clocks)
+            note = (f"too few clean samples: {len(clean)} of {len(everything)} "
+                    f"({throttled} taken while throttling; statistics include them)")
+            return Timing(everything, False, cfg.mode, throttled, clocks=clocks, note=note)
+
+
+def _measure_graph(fn, cfg: TimingConfig, flush) -> tuple[list[float], str]:
+    """Median of CUDA-graph replays of one call; ([], why) when capture is not possible."""
+    import torch
+
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn()  # one eager call on the side stream, as torch.cuda.graphs advises
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - many impls cannot be captured; say why
+        torch.cuda.synchronize()
+        return [], f"graph capture failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    timing = _measure_cuda(graph.replay, cfg, flush)
+    return timing.samples_us, ""

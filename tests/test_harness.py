@@ -1,0 +1,131 @@
+"""Correctness checks, failure isolation and timing, with implementations that only
+these tests register (deliberately broken ones among them)."""
+
+import os
+import time
+
+import pytest
+import torch
+
+from kernellab import registry
+from kernellab.cases import Case, kernel_plan
+from kernellab.harness import bench_family, check_family, check_impl, compare
+from kernellab.registry import Impl
+from kernellab.timing import TimingConfig, measure
+
+PLAN_CFG = {"dtypes": ["fp32"], "shapes": [1000], "check_shapes": [33]}
+
+
+def _skip_last(out, a, b):
+    out[:-1] = a[:-1] + b[:-1]
+    return out
+
+
+def _wrong(out, a, b):
+    return torch.sub(a, b, out=out)
+
+
+def _raises(out, a, b):
+    raise RuntimeError("deliberate failure")
+
+
+def _oom(out, a, b):
+    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 TiB")
+
+
+def _hangs(out, a, b):
+    time.sleep(600)
+
+
+def _crashes(out, a, b):
+    os._exit(3)
+
+
+BROKEN = {"skip_last": _skip_last, "wrong": _wrong, "raises": _raises, "oom": _oom, "hangs": _hangs,
+          "crashes": _crashes}
+
+
+@pytest.fixture
+def family():
+    fam = registry.family("vector_add")
+    added = []
+    for step, fn in BROKEN.items():
+        added.append(fam.add(Impl("vector_add", "triton", "triton", fn, step=step, ladder="broken")).key)
+    yield fam
+    for key in added:
+        fam.remove(key)
+
+
+def _plan(keys):
+    return kernel_plan("vector_add", {**PLAN_CFG, "impls": keys}, "gpu")
+
+
+def _by(rows, key):
+    return [r for r in rows if r["impl_key"] == key]
+
+
+def test_poisoned_output_catches_a_skipped_last_element(family):
+    rows = check_family(family, _plan(["triton@skip_last"]), [0, 1, 2], "cpu", 60)
+    assert rows and all(r["status"] == "failed" for r in rows)
+    assert all("non-finite" in r["reason"] for r in rows)
+
+
+def test_three_seeds_per_case_and_good_impls_pass(family):
+    rows = check_family(family, _plan(["torch_fused", "triton"]), [0, 1, 2], "cpu", 60)
+    assert len(rows) == 2 * 2 * 3  # impls x shapes (1000 and the odd 33) x seeds
+    assert {r["seed"] for r in rows} == {0, 1, 2}
+    assert all(r["status"] == "ok" for r in rows), [r["reason"] for r in rows if r["status"] != "ok"]
+
+
+def test_each_failure_is_recorded_and_others_complete(family):
+    keys = ["torch_fused", "triton@wrong", "triton@raises", "triton@oom", "triton@hangs", "triton@crashes",
+            "torch_naive"]
+    rows = check_family(family, _plan(keys), [0, 1, 2], "cpu", timeout_s=8)
+    status = {k: {r["status"] for r in _by(rows, k)} for k in keys}
+    assert status["torch_fused"] == {"ok"} and status["torch_naive"] == {"ok"}
+    assert status["triton@wrong"] == {"failed"}
+    assert status["triton@raises"] == {"error"}
+    assert "deliberate failure" in _by(rows, "triton@raises")[0]["reason"]
+    assert status["triton@oom"] == {"oom"}
+    assert status["triton@hangs"] == {"timeout"}
+    assert "8 s" in _by(rows, "triton@hangs")[0]["reason"]
+    assert status["triton@crashes"] == {"error"}
+    assert "died" in _by(rows, "triton@crashes")[0]["reason"]
+
+
+def test_bench_records_failures_without_losing_other_rows(family):
+    cfg = TimingConfig(budget_s=0.02, min_samples=3, warmup_s=0.0, min_warmup=1)
+    rows = bench_family(family, _plan(["torch_fused", "triton@raises", "triton@hangs"]), cfg, "cpu", timeout_s=5)
+    by = {r["impl_key"]: r for r in rows}
+    assert by["torch_fused"]["status"] == "ok" and by["torch_fused"]["median_us"] > 0
+    assert by["triton@raises"]["status"] == "error"
+    assert by["triton@hangs"]["status"] == "timeout"
+
+
+def test_case_too_large_for_memory_is_skipped_as_oom():
+    fam = registry.family("vector_add")
+    huge = Case("vector_add", "torch_fused", (1 << 45,), "fp32")
+    rows = list(check_impl(fam, fam.impls["torch_fused"], [huge], [0, 1, 2], "cpu"))
+    assert [r["status"] for r in rows] == ["oom"] * 3
+    assert "GiB" in rows[0]["reason"]
+
+
+def test_compare_reports_shape_mismatch_and_tolerance():
+    ref = torch.ones(10, dtype=torch.float64)
+    assert compare(torch.ones(9), ref, "fp32")["status"] == "failed"
+    assert compare(torch.ones(10) * (1 + 1e-3), ref, "fp32")["status"] == "failed"
+    assert compare(torch.ones(10, dtype=torch.bfloat16), ref, "bf16")["status"] == "ok"
+
+
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_cpu_timing_records_mode_and_stops(mode):
+    x = torch.randn(1 << 14)
+    t = measure(lambda: x * 2, TimingConfig(mode=mode, budget_s=2.0, min_samples=5, rel_std=100.0), "cpu")
+    rec = t.record()
+    assert rec["mode"] == mode and rec["n_samples"] >= 5 and rec["median_us"] > 0
+    assert rec["converged"] is True  # a loose target is met as soon as min_samples are in
+
+
+def test_cpu_timing_unconverged_when_budget_runs_out():
+    t = measure(lambda: time.sleep(0.002), TimingConfig(mode="warm", budget_s=0.05, rel_std=1e-9), "cpu")
+    assert t.converged is False and len(t.samples_us) >= 1

@@ -1,0 +1,25 @@
+rule survey:
+    output:
+        json=stage("survey.json"),
+    log:
+        stage("logs/survey.log"),
+    resources:
+        gpu=1,
+    script:
+        "../scripts/survey.py"
+
+
+rule build_cuda:
+    input:
+        sources=CUDA_SOURCES,
+    output:
+        json=stage("build/build.json"),
+        resources=report(
+            stage("build/resources.csv"),
+            caption="../../report/captions/resources.rst",
+            category="CUDA build",
+        ),
+    log:
+        stage("logs/build_cuda.log"),
+    script:
+        "../scripts/build_cuda.py"

@@ -1,0 +1,49 @@
+# Helpers shared by every rule: config validation, the result set's name, target lists.
+import os
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+ROOT = Path(workflow.basedir).resolve()
+# rule scripts run in their own Python processes: let them import the kernellab package
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+)
+sys.path.insert(0, str(ROOT))
+
+validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"), set_default=True)
+
+from kernellab import config as kl_config  # noqa: E402
+from kernellab import registry  # noqa: E402
+from kernellab.errors import ConfigError  # noqa: E402
+from kernellab.survey import hardware_slug  # noqa: E402
+
+try:
+    kl_config.check(config)
+except ConfigError as exc:
+    raise WorkflowError(f"Invalid configuration: {exc}") from None
+
+SET = hardware_slug() + (f"-{config['label']}" if config["label"] else "")
+STAGE = f"{config['staging']}/{SET}"
+RESULTS = f"{config['results']}/{SET}"
+KERNELS = sorted(config["kernels"])
+LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
+OTHER_SETS = sorted(
+    p.name
+    for p in Path(config["results"]).glob("*")
+    if p.is_dir() and p.name != SET and (p / "summary.csv").exists()
+)
+CUDA_SOURCES = sorted(str(p) for p in (ROOT / "kernels").rglob("*") if p.suffix in (".cu", ".cuh", ".h", ".cpp", ".py"))
+
+
+wildcard_constraints:
+    kernel="|".join(KERNELS),
+
+
+def stage(path):
+    return f"{STAGE}/{path}"
+
+
+def per_kernel(pattern, kernels=None):
+    return expand(stage(pattern), kernel=KERNELS if kernels is None else kernels)

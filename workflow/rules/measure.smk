@@ -1,0 +1,37 @@
+rule check:
+    input:
+        build=rules.build_cuda.output.json,
+    output:
+        csv=stage("check/{kernel}.csv"),
+    log:
+        stage("logs/check/{kernel}.log"),
+    resources:
+        gpu=1,
+    script:
+        "../scripts/check.py"
+
+
+rule bench:
+    input:
+        build=rules.build_cuda.output.json,
+        survey=rules.survey.output.json,
+    output:
+        csv=stage("bench/{kernel}.csv"),
+        samples=stage("bench/{kernel}.samples.json.gz"),
+    log:
+        stage("logs/bench/{kernel}.log"),
+    resources:
+        gpu=1,
+    script:
+        "../scripts/bench.py"
+
+
+rule autotune:
+    output:
+        csv=stage("autotune/{kernel}.csv"),
+    log:
+        stage("logs/autotune/{kernel}.log"),
+    resources:
+        gpu=1,
+    script:
+        "../scripts/autotune.py"

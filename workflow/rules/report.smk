@@ -1,0 +1,87 @@
+rule aggregate:
+    input:
+        survey=rules.survey.output.json,
+        build=rules.build_cuda.output.json,
+        bench=per_kernel("bench/{kernel}.csv"),
+        check=per_kernel("check/{kernel}.csv"),
+        ptx=per_kernel("ptx/{kernel}/index.json"),
+    output:
+        summary=report(
+            stage("summary.csv"),
+            caption="../../report/captions/summary.rst",
+            category="Summary",
+        ),
+        ladders=stage("ladders.json"),
+        environment=stage("environment.json"),
+    log:
+        stage("logs/aggregate.log"),
+    script:
+        "../scripts/aggregate.py"
+
+
+rule report:
+    input:
+        summary=rules.aggregate.output.summary,
+        profile=per_kernel("profile/{kernel}.csv"),
+        autotune=per_kernel("autotune/{kernel}.csv"),
+        ncu=per_kernel("ncu/{kernel}.csv", LADDER_KERNELS),
+    output:
+        html=report(
+            stage("report.html"),
+            caption="../../report/captions/report.rst",
+            category="Report",
+        ),
+        md=stage("report.md"),
+        log=report(
+            stage("KERNEL_LOG.md"),
+            caption="../../report/captions/kernel_log.rst",
+            category="Report",
+        ),
+        plots=report(
+            directory(stage("plots")),
+            patterns=["{name}.png"],
+            caption="../../report/captions/plots.rst",
+            category="Plots",
+        ),
+    params:
+        results=config["results"],
+        others=OTHER_SETS,
+        set_name=SET,
+    log:
+        stage("logs/report.log"),
+    script:
+        "../scripts/report.py"
+
+
+rule publish:
+    input:
+        rules.report.output,
+    output:
+        summary=f"{RESULTS}/summary.csv",
+        html=f"{RESULTS}/report.html",
+    params:
+        stage=STAGE,
+        results=RESULTS,
+    log:
+        f"{config['staging']}/logs/publish-{SET}.log",
+    script:
+        "../scripts/publish.py"
+
+
+rule compare:
+    wildcard_constraints:
+        a="[a-z0-9_-]+",
+        b="[a-z0-9_-]+",
+    input:
+        a=f"{config['results']}/{{a}}/summary.csv",
+        b=f"{config['results']}/{{b}}/summary.csv",
+    output:
+        csv=f"{config['results']}/compare/{{a}}__vs__{{b}}.csv",
+        png=f"{config['results']}/compare/{{a}}__vs__{{b}}.png",
+    params:
+        threshold=config["compare"]["threshold"],
+        min_us=config["compare"]["min_us"],
+    log:
+        f"{config['results']}/compare/{{a}}__vs__{{b}}.log",
+    script:
+        "../scripts/compare.py"

@@ -1,0 +1,18 @@
+import sys
+
+from kernellab import pipeline
+
+with pipeline.logged(snakemake.log[0]):
+    pipeline.aggregate(
+        snakemake.config,
+        stage=None,
+        survey_json=snakemake.input.survey,
+        bench_csvs=list(snakemake.input.bench),
+        check_csvs=list(snakemake.input.check),
+        ptx_indexes=list(snakemake.input.ptx),
+        build_json=snakemake.input.build,
+        out_summary=snakemake.output.summary,
+        out_ladders=snakemake.output.ladders,
+        out_env=snakemake.output.environment,
+        command=" ".join(sys.argv) if "snakemake" in " ".join(sys.argv) else "snakemake --cores 1",
+    )

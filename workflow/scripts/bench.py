@@ -1,0 +1,10 @@
+from kernellab import pipeline
+
+with pipeline.logged(snakemake.log[0]):
+    pipeline.bench(
+        snakemake.config,
+        snakemake.wildcards.kernel,
+        snakemake.input.build,
+        snakemake.output.csv,
+        snakemake.output.samples,
+    )
