@@ -12,7 +12,14 @@ from __future__ import annotations
 import torch
 
 from kernellab.ops._common import compiled, returns_new
-from kernellab.ops.matmul import launch_matmul, make_compile_specs, make_inputs, matmul_bytes, matmul_kernel, out_like
+from kernellab.ops.matmul import (
+    launch_matmul,
+    make_compile_specs,
+    make_inputs,
+    matmul_bytes,
+    matmul_kernel,
+    out_like,
+)
 from kernellab.registry import Family, Impl, register_family
 
 

@@ -250,7 +250,7 @@ def _outcome(v: StepView, first: StepView | None, base_key: str, unit: str, metr
         parts.append(f"{fmt.pct(v.pct_baseline)} of {base_key}")
     if math.isfinite(v.speedup_prev):
         parts.append(f"{fmt.ratio(v.speedup_prev)} over {v.prev_step}")
-    if math.isfinite(v.speedup_first) and first is not None:
+    if math.isfinite(v.speedup_first) and first is not None and first.step != v.prev_step:
         parts.append(f"{fmt.ratio(v.speedup_first)} over {first.step}")
     text = ", ".join(parts) + "."
     if v.regression == "regression":

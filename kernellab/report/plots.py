@@ -17,7 +17,7 @@ import matplotlib as mpl
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kernellab.report.fmt import mpl_text
 
@@ -113,8 +113,15 @@ def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], 
     n = len(panels)
     ncols = min(n, 3)
     nrows = math.ceil(n / ncols)
+    n_legend = len(keys) + (2 * n if kind == "throughput" else 0)
+    width = 4.6 * ncols + 0.6
+    legend_cols = max(1, min(n_legend, int((width - 0.3) // 2.3)))
+    legend_h = 0.2 * math.ceil(n_legend / legend_cols) + 0.25
+    height = 3.3 * nrows + 0.55 + legend_h + 0.45
     with style():
-        fig = Figure(figsize=(4.6 * ncols + 0.4, 3.4 * nrows + 0.9), dpi=DPI, layout="constrained")
+        fig = Figure(figsize=(width, height), dpi=DPI)
+        fig.subplots_adjust(left=0.85 / width, right=1 - 0.25 / width, top=1 - 0.6 / height,
+                            bottom=(legend_h + 0.5) / height, wspace=0.28, hspace=0.5)
         axes = fig.subplots(nrows, ncols, squeeze=False)
         handles: dict[str, Line2D] = {}
         any_data = False
@@ -135,25 +142,26 @@ def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], 
                 xs, ys = [p[0] for p in pts], [p[1] for p in pts]
                 (line,) = ax.plot(xs, ys, marker=markers.get(key, "o"), markersize=4, linewidth=1.4,
                                   color=colors.get(key, "#333333"), label=mpl_text(key))
-                handles.setdefault(key, line)
+                handles.setdefault(mpl_text(key), line)
                 drawn = True
             if kind == "latency":
                 ax.set_yscale("log")
             elif kind == "speedup":
                 ax.set_yscale("log")
                 ax.axhline(1.0, color="#555555", linewidth=0.9, linestyle="--")
+                ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
                 ax.yaxis.set_major_formatter(FuncFormatter(_times))
-                ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, p: ""))
+                ax.yaxis.set_minor_formatter(NullFormatter())
             else:
                 measured, sheet = ceilings.get(label, (math.nan, math.nan))
                 if _finite_pos(measured):
                     ln = ax.axhline(measured, color="#444444", linewidth=1.1, linestyle="-",
                                     label=f"measured ceiling ({measured:,.4g} {unit})")
-                    handles.setdefault(f"~measured {label}", ln)
+                    handles.setdefault("~" + ln.get_label(), ln)
                 if _finite_pos(sheet):
                     ln = ax.axhline(sheet, color="#999999", linewidth=1.1, linestyle=":",
                                     label=f"datasheet ({sheet:,.4g} {unit})")
-                    handles.setdefault(f"~datasheet {label}", ln)
+                    handles.setdefault("~~" + ln.get_label(), ln)
                 ax.set_ylim(bottom=0)
             if not drawn:
                 ax.text(0.5, 0.5, "no correct measurement", transform=ax.transAxes, ha="center",
@@ -165,8 +173,8 @@ def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], 
             return None
         fig.suptitle(mpl_text(f"{kernel}: {title}"))
         items = sorted(handles.items())
-        fig.legend([h for _, h in items], [h.get_label() for _, h in items], loc="outside lower center",
-                   ncol=min(4, max(1, len(items))), frameon=False)
+        fig.legend([h for _, h in items], [h.get_label() for _, h in items], loc="lower center",
+                   bbox_to_anchor=(0.5, 0.1 / height), ncol=max(1, min(legend_cols, len(items))), frameon=False)
         return png_bytes(fig)
 
 
@@ -200,42 +208,51 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
             ridge = p / bw
             xmin, xmax = min(xmin, ridge / 4), max(xmax, ridge * 4)
     with style():
-        fig = Figure(figsize=(9.0, 6.0), dpi=DPI, layout="constrained")
+        fig = Figure(figsize=(10.0, 6.0), dpi=DPI)
+        fig.subplots_adjust(left=0.09, right=0.72, top=0.93, bottom=0.1)
         ax = fig.subplots()
         ax.set_xscale("log")
         ax.set_yscale("log")
         grid = [xmin * (xmax / xmin) ** (i / 200) for i in range(201)]
         styles = ["-", "--", "-.", (0, (5, 1, 1, 1))]
+        roofs: list[Line2D] = []
         if math.isfinite(bw):
             if peaks:
                 for i, d in enumerate(sorted(peaks)):
-                    ax.plot(grid, [min(bw * x, peaks[d]) for x in grid], color="#333333",
-                            linestyle=styles[i % len(styles)], linewidth=1.3,
-                            label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s"))
+                    (ln,) = ax.plot(grid, [min(bw * x, peaks[d]) for x in grid], color="#333333",
+                                    linestyle=styles[i % len(styles)], linewidth=1.3,
+                                    label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s"))
+                    roofs.append(ln)
             else:
-                ax.plot(grid, [bw * x for x in grid], color="#333333", linewidth=1.3,
-                        label=f"memory roof: {bw / 1e9:,.4g} GB/s")
+                (ln,) = ax.plot(grid, [bw * x for x in grid], color="#333333", linewidth=1.3,
+                                label=f"memory roof: {bw / 1e9:,.4g} GB/s")
+                roofs.append(ln)
         elif peaks:
             for i, d in enumerate(sorted(peaks)):
-                ax.axhline(peaks[d], color="#333333", linestyle=styles[i % len(styles)],
-                           label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s"))
+                roofs.append(ax.axhline(peaks[d], color="#333333", linestyle=styles[i % len(styles)],
+                                        label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s")))
         if math.isfinite(ds_bw):
             for d in dtypes:
                 if _finite_pos(ds_tf.get(d)):
                     p = float(ds_tf[d]) * 1e12
-                    ax.plot(grid, [min(ds_bw * x, p) for x in grid], color="#aaaaaa", linestyle=":",
-                            linewidth=1.0, label=mpl_text(f"datasheet {d}"))
+                    (ln,) = ax.plot(grid, [min(ds_bw * x, p) for x in grid], color="#aaaaaa", linestyle=":",
+                                    linewidth=1.0, label=mpl_text(f"datasheet roof {d}"))
+                    roofs.append(ln)
         for k in kernels:
             for d in dtypes:
                 sel = sorted((p["intensity"], p["flops_per_s"]) for p in pts if p["kernel"] == k and p["dtype"] == d)
                 if sel:
                     ax.scatter([s[0] for s in sel], [s[1] for s in sel], color=colors[k], marker=marks[d], s=22,
-                               alpha=0.85, edgecolors="none", label=mpl_text(f"{k} ({d})"))
+                               alpha=0.85, edgecolors="none")
         ax.set_xlim(xmin, xmax)
         ax.set_xlabel("arithmetic intensity (FLOP / byte)")
         ax.set_ylabel("attained FLOP/s")
         ax.set_title(mpl_text(f"Roofline: {hardware}"))
-        fig.legend(loc="outside right upper", fontsize=7, frameon=False)
+        kernel_h = [Line2D([], [], color=colors[k], marker="o", linestyle="", label=mpl_text(k)) for k in kernels]
+        dtype_h = [Line2D([], [], color="#555555", marker=marks[d], linestyle="", label=mpl_text(d)) for d in dtypes]
+        handles = roofs + kernel_h + dtype_h
+        fig.legend(handles, [h.get_label() for h in handles], loc="upper left", bbox_to_anchor=(0.74, 0.93),
+                   fontsize=7, frameon=False, ncol=1 if len(handles) <= 30 else 2)
         return png_bytes(fig)
 
 
@@ -249,7 +266,8 @@ def comparison(pairs: list[dict], this: str, other: str) -> bytes | None:
     lo = min(min(p["a_us"], p["b_us"]) for p in pts) / 2
     hi = max(max(p["a_us"], p["b_us"]) for p in pts) * 2
     with style():
-        fig = Figure(figsize=(6.5, 6.0), dpi=DPI, layout="constrained")
+        fig = Figure(figsize=(7.5, 6.0), dpi=DPI)
+        fig.subplots_adjust(left=0.12, right=0.75, top=0.92, bottom=0.1)
         ax = fig.subplots()
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -261,6 +279,6 @@ def comparison(pairs: list[dict], this: str, other: str) -> bytes | None:
         ax.set_ylim(lo, hi)
         ax.set_xlabel(mpl_text(f"median µs on {this}"))
         ax.set_ylabel(mpl_text(f"median µs on {other}"))
-        ax.set_title(mpl_text(f"{this} vs {other}: common cases (above the line: {this} faster)"))
-        ax.legend(loc="upper left", fontsize=8)
+        ax.set_title(mpl_text(f"common cases (above the line: {this} faster)"))
+        fig.legend(loc="upper left", bbox_to_anchor=(0.77, 0.92), fontsize=8, frameon=False)
         return png_bytes(fig)

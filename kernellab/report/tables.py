@@ -39,3 +39,17 @@ def kv_table(pairs, key: str = "", value: str = "") -> Table:
     for k, v in pairs:
         t.add([k, v])
     return t
+
+
+def md_table(t: Table):
+    """A GitHub Markdown table; every cell escaped (pipes, HTML, backticks, newlines)."""
+    from kernellab.report.fmt import Md, md_escape
+
+    if not t:
+        return Md("(none)")
+    cell = lambda s: md_escape(s) or " "  # noqa: E731
+    lines = ["| " + " | ".join(cell(c) for c in t.columns) + " |",
+             "|" + "|".join(" ---: " if n else " --- " for n in t.numeric) + "|"]
+    for r in t.rows:
+        lines.append("| " + " | ".join(cell(c) for c in r.cells) + " |")
+    return Md("\n".join(lines))

@@ -135,7 +135,8 @@ int run_gelu(const void* xv, void* outv, int64_t n, int variant, cudaStream_t st
   const int64_t work = vec ? nvec : n;
   switch (variant) {
     case kGeluCourse: {
-      if (n > INT_MAX) return kErrBadSize;  // the course kernel indexes with int
+      // The course kernel indexes with int: the last block's thread ids must stay below INT_MAX.
+      if (n > INT_MAX - kGeluCourseThreads) return kErrBadSize;
       const unsigned grid = static_cast<unsigned>(cdiv(n, kGeluCourseThreads));
       gelu_course<T><<<grid, kGeluCourseThreads, 0, stream>>>(x, out, static_cast<int>(n));
       return launch_status();

@@ -1,0 +1,403 @@
+"""Build the CUDA extension and inspect its kernels (registers, spills, PTX, SASS).
+
+Importable and unit-testable; the Snakemake rules call these functions.
+
+- ``build_extension(out_dir)`` runs ``kernels/setup.py build_ext`` and reports where the
+  library is; a CPU-only torch or a missing nvcc gives status ``unavailable`` (no exception).
+- ``write_build_json(out_dir, info)`` records that result atomically for ``kernellab.cuda_ext``.
+- ``resource_report(out_dir)`` compiles each ``kernels/cuda/*.cu`` to a cubin with
+  ``-Xptxas -v`` (no GPU needed) and parses registers, spills, stack and shared memory.
+- ``ptx(source)``, ``sass(cubin)`` and ``ptx_and_sass(source)`` give the code itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS_DIR = ROOT / "kernels"
+CUDA_DIR = KERNELS_DIR / "cuda"
+SETUP_PY = KERNELS_DIR / "setup.py"
+LIBRARY_STEM = "kernellab_cuda"
+DEFAULT_ARCH = 90
+LOG_TAIL_LINES = 30
+
+# Defines torch's BuildExtension adds to every nvcc call (COMMON_NVCC_FLAGS): the standalone
+# compiles here use them too, so they see the code the extension build sees.
+TORCH_NVCC_FLAGS = [
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+    "--expt-relaxed-constexpr",
+]
+
+
+class ToolNotFound(RuntimeError):
+    """A CUDA tool (nvcc, cuobjdump) is not installed here."""
+
+
+class ResourceReport(list):
+    """Rows of ``resource_report``; ``reason`` says why it is empty or partial ('' when complete)."""
+
+    reason: str = ""
+
+
+# ---- tools ------------------------------------------------------------------------------------
+
+
+def _cuda_home_bins() -> list[Path]:
+    bins = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            bins.append(Path(os.environ[var]) / "bin")
+    bins.append(Path("/usr/local/cuda/bin"))
+    return bins
+
+
+def find_nvcc() -> str | None:
+    """Path of nvcc: PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for d in _cuda_home_bins():
+        if (d / "nvcc").is_file():
+            return str(d / "nvcc")
+    return None
+
+
+def find_cuobjdump() -> str | None:
+    """Path of cuobjdump: the CUDA toolkit's if there is one, else the copy Triton ships."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    nvcc = find_nvcc()
+    dirs = ([Path(nvcc).parent] if nvcc else []) + _cuda_home_bins()
+    spec = importlib.util.find_spec("triton")
+    if spec is not None and spec.origin:
+        dirs.append(Path(spec.origin).parent / "backends" / "nvidia" / "bin")
+    for d in dirs:
+        if (d / "cuobjdump").is_file() and os.access(d / "cuobjdump", os.X_OK):
+            return str(d / "cuobjdump")
+    return None
+
+
+def nvcc_version(nvcc: str | None = None) -> str | None:
+    """``release 13.0, V13.0.88`` style version of nvcc, or None."""
+    nvcc = nvcc or find_nvcc()
+    if not nvcc:
+        return None
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"release [^\n]+", out)
+    return m.group(0).strip() if m else (out.strip().splitlines() or [None])[-1]
+
+
+def _setup_module():
+    """kernels/setup.py as a module (its flags and arch parsing), without running setup()."""
+    spec = importlib.util.spec_from_file_location("kernellab_cuda_setup", SETUP_PY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sources() -> list[Path]:
+    """The .cu files of the extension, one per kernel family."""
+    return sorted(CUDA_DIR.glob("*.cu"))
+
+
+def standalone_flags(arch: int = DEFAULT_ARCH) -> list[str]:
+    """nvcc flags of a standalone compile: the extension's flags for one sm_<arch>."""
+    return [*_setup_module().NVCC_FLAGS, *TORCH_NVCC_FLAGS, f"-arch=sm_{arch}", f"-I{CUDA_DIR}"]
+
+
+# ---- building -----------------------------------------------------------------------------------
+
+
+def _versions() -> dict:
+    info: dict = {"python": sys.version.split()[0]}
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["torch_cuda"] = torch.version.cuda
+    except ImportError:
+        info["torch"] = None
+        info["torch_cuda"] = None
+    nvcc = find_nvcc()
+    info["nvcc"] = nvcc_version(nvcc) if nvcc else None
+    info["nvcc_path"] = nvcc
+    arch_list = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    info["torch_cuda_arch_list"] = arch_list
+    try:
+        info["arch"] = " ".join(_setup_module().gencode_flags(arch_list))
+    except ValueError as exc:
+        info["arch"] = f"invalid TORCH_CUDA_ARCH_LIST: {exc}"
+    return info
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def find_library(build_dir: str | os.PathLike) -> Path | None:
+    """The newest kernellab_cuda*.so directly in ``build_dir``."""
+    found = sorted(Path(build_dir).glob(f"{LIBRARY_STEM}*.so"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600) -> dict:
+    """Build the extension into ``out_dir`` (library, ``build.log``, objects under ``tmp/``).
+
+    Returns ``{"status": "ok", "library": <file name relative to out_dir>, ...}``,
+    ``{"status": "unavailable", "reason": ...}`` without a CUDA torch or nvcc, or
+    ``{"status": "error", "reason": <last lines of the log>}``; never raises for those.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    info = _versions()
+    info.update(library=None, log=None)
+    if info.get("torch") is None:
+        return {**info, "status": "unavailable", "reason": "torch is not installed"}
+    if info.get("torch_cuda") is None:
+        return {**info, "status": "unavailable",
+                "reason": f"torch {info['torch']} is a CPU-only build (torch.version.cuda is None)"}
+    if info.get("nvcc_path") is None:
+        return {**info, "status": "unavailable", "reason": "nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"}
+    if info["arch"].startswith("invalid"):
+        return {**info, "status": "error", "reason": info["arch"]}
+
+    log = out / "build.log"
+    cmd = [sys.executable, str(SETUP_PY), "build_ext", "--build-lib", str(out.resolve()),
+           "--build-temp", str((out / "tmp").resolve())]
+    env = os.environ.copy()
+    env.setdefault("CUDA_HOME", str(Path(info["nvcc_path"]).resolve().parent.parent))
+    start = time.monotonic()
+    with open(log, "w") as fh:
+        fh.write("$ " + " ".join(cmd) + "\n")
+        fh.flush()
+        try:
+            proc = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=timeout)
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+        except OSError as exc:
+            fh.write(f"\n{type(exc).__name__}: {exc}\n")
+            rc = -1
+    info.update(log=log.name, seconds=round(time.monotonic() - start, 1))
+    if rc is None:
+        return {**info, "status": "error", "reason": f"build timed out after {timeout} s\n{_tail(log)}"}
+    if rc != 0:
+        return {**info, "status": "error", "reason": f"setup.py exited with {rc}:\n{_tail(log)}"}
+    lib = find_library(out)
+    if lib is None:
+        return {**info, "status": "error", "reason": f"setup.py succeeded but no {LIBRARY_STEM}*.so in {out}"}
+    return {**info, "status": "ok", "reason": "", "library": lib.name}
+
+
+def write_build_json(out_dir: str | os.PathLike, info: dict) -> Path:
+    """Write ``out_dir/build.json`` atomically (temporary file, then os.replace)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = {"status": "error", "reason": "", "library": None, **info}
+    path = out / "build.json"
+    fd, tmp = tempfile.mkstemp(prefix=".build.json.", dir=out)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+# ---- ptxas resource usage -----------------------------------------------------------------------
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+
+
+def parse_ptxas(text: str) -> list[dict]:
+    """Rows of ``ptxas -v`` output, one per entry function (kernel), in order.
+
+    Keys: symbol (mangled), arch, registers, spill_stores_bytes, spill_loads_bytes,
+    stack_frame_bytes, smem_bytes (0 when ptxas omits it), cmem_bytes (None when ptxas does
+    not report constant memory, as ptxas 13 does not).
+    """
+    rows: dict[str, dict] = {}
+    entry = props = None
+    for line in text.splitlines():
+        if m := _ENTRY.search(line):
+            entry = m.group(1)
+            rows[entry] = {"symbol": entry, "arch": m.group(2), "registers": None, "spill_stores_bytes": None,
+                           "spill_loads_bytes": None, "stack_frame_bytes": None, "smem_bytes": 0,
+                           "cmem_bytes": None}
+            props = None
+        elif m := _PROPS.search(line):
+            props = m.group(1)
+        elif m := _FRAME.search(line):
+            if props in rows:
+                row = rows[props]
+                row["stack_frame_bytes"], row["spill_stores_bytes"], row["spill_loads_bytes"] = map(int, m.groups())
+            props = None
+        elif (m := _USED.search(line)) and entry in rows:
+            row = rows[entry]
+            row["registers"] = int(m.group(1))
+            if s := _SMEM.search(line):
+                row["smem_bytes"] = int(s.group(1))
+            if c := _CMEM.search(line):
+                row["cmem_bytes"] = int(c.group(1))
+    return list(rows.values())
+
+
+def demangle(symbols: list[str]) -> dict[str, str]:
+    """Mangled -> demangled names (c++filt, or cu++filt); unchanged when neither exists."""
+    tool = shutil.which("c++filt") or shutil.which("cu++filt")
+    if not tool or not symbols:
+        return {s: s for s in symbols}
+    try:
+        out = subprocess.run([tool], input="\n".join(symbols) + "\n", capture_output=True, text=True,
+                             timeout=60).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return {s: s for s in symbols}
+    if len(out) != len(symbols):
+        return {s: s for s in symbols}
+    return dict(zip(symbols, out, strict=True))
+
+
+def base_name(symbol: str) -> str:
+    """``sgemm_warptile`` from ``_Z14sgemm_warptileILb1EEviiiPKfS1_Pf`` (global-scope names)."""
+    m = re.match(r"_Z(\d+)", symbol)
+    if m:
+        start = m.end()
+        return symbol[start:start + int(m.group(1))]
+    return symbol
+
+
+def _compile_cubin(nvcc: str, src: Path, cubin: Path, arch: int) -> tuple[int, str]:
+    cmd = [nvcc, *standalone_flags(arch), "-cubin", "-o", str(cubin), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def compile_cubins(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: int | None = None,
+                   files: list[Path] | None = None) -> dict[str, tuple[int, str, Path]]:
+    """Compile each .cu to ``out_dir/cubin/<stem>.sm_<arch>.cubin`` in parallel.
+
+    Returns {file name: (return code, nvcc + ptxas output, cubin path)}.
+    """
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ToolNotFound("nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
+    cubin_dir = Path(out_dir) / "cubin"
+    cubin_dir.mkdir(parents=True, exist_ok=True)
+    files = files if files is not None else sources()
+    workers = max(1, min(len(files), jobs or os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {f.name: (pool.submit(_compile_cubin, nvcc, f, cubin_dir / f"{f.stem}.sm_{arch}.cubin", arch),
+                            cubin_dir / f"{f.stem}.sm_{arch}.cubin") for f in files}
+        return {name: (*fut.result(), cubin) for name, (fut, cubin) in futures.items()}
+
+
+def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: int | None = None) -> ResourceReport:
+    """Registers, spills, stack frame, shared and constant memory of every kernel.
+
+    Compiles each .cu with ``nvcc -cubin -arch=sm_<arch> -Xptxas -v`` (no GPU needed), writes
+    the raw output to ``out_dir/ptxas.txt`` and the cubins under ``out_dir/cubin``. Each row:
+    file, kernel (demangled), base (the kernel's name without template arguments), symbol,
+    arch, registers, spill_stores_bytes, spill_loads_bytes, stack_frame_bytes, smem_bytes,
+    cmem_bytes. Empty, with ``.reason`` set, when nvcc is absent.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = ResourceReport()
+    try:
+        results = compile_cubins(out, arch, jobs)
+    except ToolNotFound as exc:
+        report.reason = str(exc)
+        (out / "ptxas.txt").write_text(f"# {report.reason}\n")
+        return report
+    raw, failures = [], []
+    for name in sorted(results):
+        rc, text, _ = results[name]
+        raw.append(f"## {name} (nvcc exit {rc})\n{text.rstrip()}\n")
+        if rc != 0:
+            failures.append(f"{name}: nvcc exited with {rc}: {text.strip().splitlines()[-1:]}")
+            continue
+        for row in parse_ptxas(text):
+            report.append({"file": name, **row})
+    (out / "ptxas.txt").write_text("\n".join(raw))
+    names = demangle([r["symbol"] for r in report])
+    for row in report:
+        row["kernel"] = names.get(row["symbol"], row["symbol"])
+        row["base"] = base_name(row["symbol"])
+    report[:] = [{k: r[k] for k in ("file", "kernel", "base", "symbol", "arch", "registers", "spill_stores_bytes",
+                                    "spill_loads_bytes", "stack_frame_bytes", "smem_bytes", "cmem_bytes")}
+                 for r in report]
+    report.reason = "; ".join(failures)
+    return report
+
+
+# ---- PTX and SASS -------------------------------------------------------------------------------
+
+
+def ptx(source_file: str | os.PathLike, arch: int = DEFAULT_ARCH) -> str:
+    """PTX of one .cu file (``nvcc -ptx``), compiled with the extension's flags."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ToolNotFound("nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
+    flags = [f for f in standalone_flags(arch) if f not in ("-Xptxas", "-v")]
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "out.ptx"
+        proc = subprocess.run([nvcc, *flags, "-ptx", "-o", str(target), str(source_file)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc -ptx {Path(source_file).name} failed:\n{proc.stderr.strip()}")
+        return target.read_text()
+
+
+def sass(cubin_path: str | os.PathLike) -> str:
+    """SASS of a cubin (``cuobjdump --dump-sass``); ToolNotFound when there is no cuobjdump."""
+    tool = find_cuobjdump()
+    if tool is None:
+        raise ToolNotFound("cuobjdump not found (neither the CUDA toolkit's nor Triton's bundled copy)")
+    proc = subprocess.run([tool, "--dump-sass", str(cubin_path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cuobjdump --dump-sass {Path(cubin_path).name} failed:\n{proc.stderr.strip()}")
+    return proc.stdout
+
+
+def ptx_and_sass(source_file: str | os.PathLike, arch: int = DEFAULT_ARCH) -> tuple[str, str | None]:
+    """PTX of a .cu file and SASS of its cubin (None when cuobjdump is missing)."""
+    text = ptx(source_file, arch)
+    with tempfile.TemporaryDirectory() as tmp:
+        results = compile_cubins(tmp, arch, jobs=1, files=[Path(source_file)])
+        rc, output, cubin = next(iter(results.values()))
+        if rc != 0:
+            raise RuntimeError(f"nvcc -cubin {Path(source_file).name} failed:\n{output.strip()}")
+        try:
+            return text, sass(cubin)
+        except ToolNotFound:
+            return text, None

@@ -1,0 +1,155 @@
+"""Writing the pages: report.html, report.md, KERNEL_LOG.md and plots/*.png."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from kernellab.report import analysis
+from kernellab.report.fmt import Md, md_code_block, md_escape
+from kernellab.report.ladder import analyse_all
+from kernellab.report.load import load
+from kernellab.report.model import annotate
+from kernellab.report.tables import md_table
+
+REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
+TEMPLATES = REPORT_DIR / "templates"
+CSS = REPORT_DIR / "report.css"
+KERNEL_LOG = "KERNEL_LOG.md"
+
+
+def _loader() -> jinja2.BaseLoader:
+    return jinja2.FileSystemLoader(str(TEMPLATES))
+
+
+def html_env() -> jinja2.Environment:
+    return jinja2.Environment(loader=_loader(), autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+
+
+def md_env() -> jinja2.Environment:
+    """Markdown: every printed value goes through md_escape unless it is an Md."""
+    env = jinja2.Environment(loader=_loader(), autoescape=False, finalize=md_escape, trim_blocks=False,
+                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters["raw"] = lambda s: Md(str(s))
+    env.filters["code"] = lambda s, lang="": md_code_block(str(s), lang)
+    env.globals["md_table"] = md_table
+    return env
+
+
+def _css() -> Markup:
+    css = CSS.read_text(encoding="utf-8") if CSS.is_file() else ""
+    if "</" in css:  # our own file, but a stray "</style>" would end the element
+        raise ValueError(f"{CSS} must not contain '</'")
+    return Markup(css)
+
+
+def _write(path: Path, content: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        with path.open("w", encoding="utf-8", newline="\n") as f:
+            f.write(content)
+    return path
+
+
+def _tidy(text: str) -> str:
+    """No trailing spaces, at most one blank line in a row, one final newline."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        line = line.rstrip()
+        if not line and out and not out[-1]:
+            continue
+        out.append(line)
+    return "\n".join(out).strip("\n") + "\n"
+
+
+def _tidy_html(text: str) -> str:
+    """_tidy outside <pre> elements; their content stays verbatim."""
+    parts = re.split(r"(<pre\b[\s\S]*?</pre>)", text)
+    out = "".join(p if p.startswith("<pre") else _tidy(p).rstrip("\n") + ("\n" if i < len(parts) - 1 else "")
+                  for i, p in enumerate(parts))
+    return out.strip("\n") + "\n"
+
+
+def _tidy_md(text: str) -> str:
+    """_tidy, but leaves fenced code blocks verbatim (blank lines in them are content)."""
+    out: list[str] = []
+    fence = ""
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if fence:
+            out.append(line)
+            if stripped == fence:
+                fence = ""
+            continue
+        if stripped.startswith("```"):
+            fence = stripped[: len(stripped) - len(stripped.lstrip("`"))]
+            out.append(line.rstrip())
+            continue
+        line = line.rstrip()
+        if not line and out and not out[-1]:
+            continue
+        out.append(line)
+    return "\n".join(out).strip("\n") + "\n"
+
+
+def kernel_log(results_dir: Path) -> str:
+    """KERNEL_LOG.md for one hardware's results directory (``results/<hardware>``)."""
+    results_dir = Path(results_dir)
+    res = load(results_dir.parent, results_dir.name)
+    annotate(res)
+    ladders = analyse_all(res)
+    env = res.environment
+    text = md_env().get_template("kernel_log.md.j2").render(
+        hardware=res.hardware, device_name=str(res.survey.get("device_name") or env.get("gpu_name") or ""),
+        run_id=str(env.get("run_id") or "–"), is_cpu=res.is_cpu, ladders=ladders)
+    return _tidy_md(text)
+
+
+def render(results_root: Path, hardware: str, out_dir: Path, others=()) -> dict[str, Path]:
+    """Render ``results_root/hardware`` into ``out_dir``.
+
+    Writes report.html (self-contained), report.md (with plots/*.png beside it),
+    KERNEL_LOG.md and plots/*.png. ``others``: hardware slugs under the same root to
+    compare with. Returns {relative name: path} of every file written. PNGs in
+    out_dir/plots that this rendering did not produce are removed, so the folder
+    always matches the pages.
+    """
+    results_root, out_dir = Path(results_root), Path(out_dir)
+    res = load(results_root, hardware)
+    other_res = [load(results_root, o) for o in others if o != hardware]
+    view = analysis.build(res, other_res)
+
+    images: list[analysis.Image] = []
+    if view.roofline:
+        images.append(view.roofline)
+    for k in view.kernels:
+        images.extend(k.images)
+    for c in view.comparisons:
+        if c.image:
+            images.append(c.image)
+
+    written: dict[str, Path] = {}
+    plots_dir = out_dir / "plots"
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    names = set()
+    for img in sorted(images, key=lambda i: i.name):
+        if img.name in names:
+            raise ValueError(f"two plots named {img.name!r}")
+        names.add(img.name)
+        written[img.file] = _write(out_dir / img.file, img.data)
+    for stale in sorted(plots_dir.glob("*.png")):
+        if stale.stem not in names:
+            stale.unlink()
+
+    html = html_env().get_template("report.html.j2").render(v=view, css=_css(), kernel_log=KERNEL_LOG)
+    written["report.html"] = _write(out_dir / "report.html", _tidy_html(html))
+    md = md_env().get_template("report.md.j2").render(v=view, kernel_log=KERNEL_LOG)
+    written["report.md"] = _write(out_dir / "report.md", _tidy_md(md))
+    written[KERNEL_LOG] = _write(out_dir / KERNEL_LOG, kernel_log(results_root / hardware))
+    return dict(sorted(written.items()))

@@ -1,0 +1,222 @@
+// Sum reductions, accumulated in fp32 (bf16 inputs convert on load).
+//
+// reduce_sum: the whole tensor into one fp32 (the launcher zeroes it first), a ladder:
+//   reduce_sum_atomic        one atomicAdd per element, all on the same address.
+//   reduce_sum_smem_tree     one element per thread, a shared-memory tree per block of 256,
+//                            one atomicAdd per block.
+//   reduce_sum_warp_shuffle  one element per thread, __shfl_down_sync within each warp, then
+//                            one warp over the warp sums, one atomicAdd per block.
+//   reduce_sum_vec4          grid-stride over 16-byte vectors, four in flight per thread into
+//                            four fp32 accumulators, a grid of one wave of resident blocks,
+//                            warp shuffles, one atomicAdd per block.
+// row_sum_warp: one warp per row of a (rows, cols) matrix (8 rows per block of 256), 16-byte
+// loads when cols % 4 == 0 (fp32) or cols % 8 == 0 (bf16), out[row] fp32, no atomics.
+#include "common.cuh"
+
+constexpr int kReduceThreads = 256;
+constexpr int kReduceVecThreads = 512;
+constexpr int kReduceIlp = 4;
+constexpr int kRowSumThreads = 256;
+
+namespace kl {
+
+// Warp sum with __shfl_down_sync: lane 0 ends with the total.
+__device__ __forceinline__ float warp_sum_down(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Sum of the block's values into *out with one atomic: warp shuffles, then warp 0 over the
+// warp sums. Every thread of the block must call it.
+__device__ __forceinline__ void block_sum_atomic(float v, float* out) {
+  __shared__ float warp_sums[32];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  v = warp_sum_down(v);
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < static_cast<int>(blockDim.x >> 5) ? warp_sums[lane] : 0.0f;
+    v = warp_sum_down(v);
+    if (lane == 0) atomicAdd(out, v);
+  }
+}
+
+}  // namespace kl
+
+template <typename T>
+__global__ void __launch_bounds__(kReduceThreads) reduce_sum_atomic(const T* __restrict__ x, float* out, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(out, kl::to_float(x[i]));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kReduceThreads)
+    reduce_sum_smem_tree(const T* __restrict__ x, float* out, int64_t n) {
+  __shared__ float buf[kReduceThreads];
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
+  buf[threadIdx.x] = i < n ? kl::to_float(x[i]) : 0.0f;
+  __syncthreads();
+#pragma unroll
+  for (int s = kReduceThreads / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(out, buf[0]);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kReduceThreads)
+    reduce_sum_warp_shuffle(const T* __restrict__ x, float* out, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  kl::block_sum_atomic(i < n ? kl::to_float(x[i]) : 0.0f, out);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kReduceVecThreads)
+    reduce_sum_vec4(const T* __restrict__ x, float* out, int64_t n, int64_t nvec) {
+  using kl::Pack;
+  constexpr int N = Pack<T>::N;
+  constexpr int ILP = kReduceIlp;
+  const int64_t nthreads = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  float acc[ILP] = {};
+  int64_t base = tid;
+  for (; base + (ILP - 1) * nthreads < nvec; base += ILP * nthreads) {
+    uint4 v[ILP];
+#pragma unroll
+    for (int k = 0; k < ILP; ++k) v[k] = kl::load16(x, base + k * nthreads);
+#pragma unroll
+    for (int k = 0; k < ILP; ++k) {
+      float f[N];
+      Pack<T>::unpack(v[k], f);
+#pragma unroll
+      for (int j = 0; j < N; ++j) acc[k] += f[j];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < ILP - 1; ++k) {
+    const int64_t i = base + k * nthreads;
+    if (i < nvec) {
+      float f[N];
+      Pack<T>::unpack(kl::load16(x, i), f);
+#pragma unroll
+      for (int j = 0; j < N; ++j) acc[k] += f[j];
+    }
+  }
+  for (int64_t i = nvec * N + tid; i < n; i += nthreads) acc[ILP - 1] += kl::to_float(x[i]);
+  kl::block_sum_atomic((acc[0] + acc[1]) + (acc[2] + acc[3]), out);
+}
+
+template <typename T, bool VEC>
+__global__ void __launch_bounds__(kRowSumThreads)
+    row_sum_warp(const T* __restrict__ x, float* __restrict__ out, int64_t rows, int cols) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kRowSumThreads / 32) + (threadIdx.x >> 5);
+  if (row >= rows) return;  // the whole warp leaves together
+  const int lane = threadIdx.x & 31;
+  const T* xr = x + row * cols;
+  float s0 = 0.0f, s1 = 0.0f;
+  if constexpr (VEC) {
+    constexpr int N = kl::Pack<T>::N;
+    const int nvec = cols / N;
+    int v = lane;
+    for (; v + 32 < nvec; v += 64) {  // two vectors in flight per lane
+      float f[N], g[N];
+      kl::Pack<T>::unpack(kl::load16(xr, v), f);
+      kl::Pack<T>::unpack(kl::load16(xr, v + 32), g);
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        s0 += f[j];
+        s1 += g[j];
+      }
+    }
+    if (v < nvec) {
+      float f[N];
+      kl::Pack<T>::unpack(kl::load16(xr, v), f);
+#pragma unroll
+      for (int j = 0; j < N; ++j) s0 += f[j];
+    }
+  } else {
+#pragma unroll 4
+    for (int i = lane; i < cols; i += 32) s0 += kl::to_float(xr[i]);
+  }
+  const float s = kl::warp_sum(s0 + s1);
+  if (lane == 0) out[row] = s;
+}
+
+namespace kl {
+namespace {
+
+template <typename T>
+int run_reduce_sum(const T* x, float* out, int64_t n, int variant, cudaStream_t stream) {
+  const int64_t blocks = cdiv(n, kReduceThreads);
+  switch (variant) {
+    case kReduceSumAtomic:
+      if (blocks > INT_MAX) return kErrBadSize;
+      reduce_sum_atomic<T><<<static_cast<unsigned>(blocks), kReduceThreads, 0, stream>>>(x, out, n);
+      return launch_status();
+    case kReduceSumSmemTree:
+      if (blocks > INT_MAX) return kErrBadSize;
+      reduce_sum_smem_tree<T><<<static_cast<unsigned>(blocks), kReduceThreads, 0, stream>>>(x, out, n);
+      return launch_status();
+    case kReduceSumWarpShuffle:
+      if (blocks > INT_MAX) return kErrBadSize;
+      reduce_sum_warp_shuffle<T><<<static_cast<unsigned>(blocks), kReduceThreads, 0, stream>>>(x, out, n);
+      return launch_status();
+    case kReduceSumVec4: {
+      const int64_t nvec = aligned16(x) ? n / Pack<T>::N : 0;
+      const int64_t work = cdiv(nvec > 0 ? nvec : n, kReduceIlp);
+      // One wave: 2048 resident threads per SM = 4 blocks of 512.
+      const unsigned grid = grid_for(work, kReduceVecThreads, static_cast<int64_t>(num_sms()) * 4);
+      reduce_sum_vec4<T><<<grid, kReduceVecThreads, 0, stream>>>(x, out, n, nvec);
+      return launch_status();
+    }
+    default:
+      return kErrUnknownVariant;
+  }
+}
+
+template <typename T>
+int run_row_sum(const T* x, float* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+  const bool vec = cols % Pack<T>::N == 0 && aligned16(x);
+  const int64_t blocks = cdiv(rows, kRowSumThreads / 32);
+  if (blocks > INT_MAX) return kErrBadSize;
+  if (vec) {
+    row_sum_warp<T, true><<<static_cast<unsigned>(blocks), kRowSumThreads, 0, stream>>>(
+        x, out, rows, static_cast<int>(cols));
+  } else {
+    row_sum_warp<T, false><<<static_cast<unsigned>(blocks), kRowSumThreads, 0, stream>>>(
+        x, out, rows, static_cast<int>(cols));
+  }
+  return launch_status();
+}
+
+}  // namespace
+
+int reduce_sum_launch(const void* x, float* out, int64_t n, DType dtype, int variant, cudaStream_t stream) {
+  if (variant < 0 || variant >= count_of(kReduceSumVariants)) return kErrUnknownVariant;
+  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16) return kErrUnsupportedDtype;
+  if (n < 0) return kErrBadSize;
+  const cudaError_t zero = cudaMemsetAsync(out, 0, sizeof(float), stream);
+  if (zero != cudaSuccess) return static_cast<int>(zero);
+  if (n == 0) return kOk;
+  if (dtype == DType::kFloat32) return run_reduce_sum(static_cast<const float*>(x), out, n, variant, stream);
+  return run_reduce_sum(static_cast<const bf16*>(x), out, n, variant, stream);
+}
+
+int row_sum_launch(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, int variant,
+                   cudaStream_t stream) {
+  if (variant != kRowSumWarp) return kErrUnknownVariant;
+  if (rows < 0 || cols < 0 || cols > INT_MAX) return kErrBadSize;
+  if (rows == 0) return kOk;
+  switch (dtype) {
+    case DType::kFloat32:
+      return run_row_sum(static_cast<const float*>(x), out, rows, cols, stream);
+    case DType::kBFloat16:
+      return run_row_sum(static_cast<const bf16*>(x), out, rows, cols, stream);
+  }
+  return kErrUnsupportedDtype;
+}
+
+}  // namespace kl

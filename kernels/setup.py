@@ -1,0 +1,85 @@
+"""Build the kernellab CUDA extension: one shared library, ``kernellab_cuda``.
+
+    python kernels/setup.py build_ext --build-lib <dir> --build-temp <dir>
+
+Sources: every ``cuda/*.cu`` file (plain CUDA, no torch headers) plus ``cuda/bindings.cpp``
+(the torch op registrations). The library has no Python module in it; load it with
+``torch.ops.load_library(path)`` and call ``torch.ops.kernellab.<op>``.
+
+nvcc flags: ``-O3 -lineinfo -Xptxas -v`` (registers, spills and shared memory of every kernel
+land in the build log) and ``-std=c++17``; no ``--use_fast_math`` (it changes accuracy; the
+kernels use intrinsics explicitly where they want them). The architecture comes from
+``TORCH_CUDA_ARCH_LIST`` when set ("9.0", "9.0a", "8.0;9.0+PTX"...), else sm_90. The C++
+standard of bindings.cpp is left to torch, whose headers may need a newer one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CUDA_DIR = HERE / "cuda"
+NAME = "kernellab_cuda"
+DEFAULT_ARCH = "9.0"
+
+NVCC_FLAGS = ["-O3", "-lineinfo", "-Xptxas", "-v", "-std=c++17"]
+CXX_FLAGS = ["-O3"]
+
+
+def gencode_flags(arch_list: str | None = None) -> list[str]:
+    """``-gencode`` flags for a TORCH_CUDA_ARCH_LIST-style string ("9.0", "8.0;9.0a+PTX")."""
+    text = (arch_list if arch_list is not None else os.environ.get("TORCH_CUDA_ARCH_LIST", "")).strip()
+    if not text:
+        text = DEFAULT_ARCH
+    flags = []
+    for item in re.split(r"[;\s,]+", text):
+        if not item:
+            continue
+        ptx = item.endswith("+PTX")
+        item = item.removesuffix("+PTX")
+        m = re.fullmatch(r"(\d+)\.(\d+)([af]?)", item)
+        if not m:
+            raise ValueError(f"TORCH_CUDA_ARCH_LIST entry {item!r} is not like '9.0', '9.0a' or '9.0+PTX'")
+        num = f"{m.group(1)}{m.group(2)}{m.group(3)}"
+        flags.append(f"-gencode=arch=compute_{num},code=sm_{num}")
+        if ptx:
+            flags.append(f"-gencode=arch=compute_{num},code=compute_{num}")
+    return flags
+
+
+def sources() -> list[str]:
+    """The .cu files and bindings.cpp, relative to the working directory when below it."""
+    files = sorted(CUDA_DIR.glob("*.cu")) + [CUDA_DIR / "bindings.cpp"]
+    cwd = Path.cwd().resolve()
+    out = []
+    for f in files:
+        try:
+            out.append(str(f.relative_to(cwd)))
+        except ValueError:
+            out.append(str(f))
+    return out
+
+
+def main() -> None:
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+    ext = CUDAExtension(
+        name=NAME,
+        sources=sources(),
+        include_dirs=[str(CUDA_DIR)],
+        extra_compile_args={"cxx": CXX_FLAGS, "nvcc": NVCC_FLAGS + gencode_flags()},
+    )
+    setup(
+        name=NAME,
+        version="0.1.0",
+        description="kernellab CUDA kernels registered as torch.ops.kernellab",
+        ext_modules=[ext],
+        cmdclass={"build_ext": BuildExtension},  # ninja when installed (parallel, MAX_JOBS), else serial
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,505 @@
+"""The memory-bound families: softmax, layer_norm, rms_norm, dropout, reduction, row_sum.
+
+Every implementation that runs here (all but CUDA) against the float64 reference on odd
+shapes, output poisoned with NaN first; every autotuning config of every Triton kernel
+(the interpreter otherwise runs only the first); dropout's statistical contract
+(validate, check_determinism) and that it rejects broken outputs; the comparators
+rejecting an implementation that skips its last element; registration and ladders; and
+the sm_90 code of the compile specs (16-byte loads). Tests marked ``gpu`` run on the
+H200, CUDA implementations included.
+
+On a machine without a GPU the Triton kernels run in Triton's interpreter; the
+``interpreter_fixes`` fixture works around its NumPy >= 2.4 bug (see there).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from kernellab import registry, runtime
+from kernellab.errors import Unavailable
+from kernellab.ops import dropout as dropout_mod
+from kernellab.triton_utils import force_config, is_autotuned
+
+NAMES = ("softmax", "layer_norm", "rms_norm", "dropout", "reduction", "row_sum")
+FAMS = {name: registry.family(name) for name in NAMES}
+DTYPES = ("fp32", "bf16")
+DEVICE = runtime.device()
+# odd widths, a single column, a row just over a power of two (the online / looped
+# kernels at their chunk boundary) and one over the one-pass limit (8192 columns)
+ROW_SHAPES = [(3, 1000), (5, 1), (7, 33), (1, 4097), (2, 8193)]
+VEC_SHAPES = [(1,), (33,), (1000,), (65539,)]  # the last spans several grid-stride rounds
+COMPARED = ("softmax", "layer_norm", "rms_norm", "reduction", "row_sum")  # against the reference
+DROPOUT_SHAPES = [(1,), (7, 33), (4099,)]
+PS = (0.1, 0.5)
+
+
+def shapes_of(name):
+    return VEC_SHAPES if name == "reduction" else ROW_SHAPES
+
+
+def cpu_keys(name):
+    """Implementations that run without a GPU; torch.compile only on the first shape (slow)."""
+    return [k for k, i in FAMS[name].impls.items() if i.backend != "cuda"]
+
+
+def ids(shape):
+    return "x".join(map(str, shape))
+
+
+# --------------------------------------------------------------------- interpreter
+@pytest.fixture(scope="module", autouse=True)
+def interpreter_fixes():
+    """With NumPy >= 2.4, Triton 3.6's interpreter fails on a loop bound taken from a kernel
+    argument (``range(0, n_cols, BLOCK)``): it converts a 1-element array with ``int()``,
+    which NumPy 2.4 refuses (triton-lang/triton#9171, fixed upstream by #9172 with the
+    same change). Patched for this module only; compiled Triton is untouched."""
+    if not runtime.triton_interpreted():
+        yield
+        return
+    from triton.runtime import interpreter as interp
+
+    orig_patch = interp._patch_lang_tensor
+
+    def patch_lang_tensor(tensor, scope):
+        orig_patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    interp._patch_lang_tensor = patch_lang_tensor
+    try:
+        yield
+    finally:
+        interp._patch_lang_tensor = orig_patch
+
+
+# --------------------------------------------------------------------- helpers
+def call(name, fn, shape, dtype, seed=0, **params):
+    """(result, inputs, out) of one call with ``out`` poisoned with NaN first."""
+    fam = FAMS[name]
+    inputs = fam.make_inputs(shape, dtype, DEVICE, seed, **params)
+    out = fam.out_like(*inputs, **params)
+    out.fill_(math.nan)
+    got = fn(out, *inputs, **params)
+    runtime.synchronize()
+    return got, inputs, out
+
+
+def reference(name, inputs):
+    return FAMS[name].reference(*[t.double() if isinstance(t, torch.Tensor) else t for t in inputs])
+
+
+def error(got, ref) -> float:
+    """Relative-norm error; inf when an element is not finite (unwritten, NaN-poisoned)."""
+    assert tuple(got.shape) == tuple(ref.shape), f"shape {tuple(got.shape)} != {tuple(ref.shape)}"
+    got = got.detach().double().cpu()
+    ref = ref.cpu()
+    if not bool(torch.isfinite(got).all()):
+        return math.inf
+    return float(torch.linalg.vector_norm(got - ref)) / max(float(torch.linalg.vector_norm(ref)), 1e-300)
+
+
+def out_dtype(name, dtype):
+    return torch.float32 if name in ("reduction", "row_sum") else runtime.torch_dtype(dtype)
+
+
+def check(name, got, inputs, dtype):
+    ref = reference(name, inputs)
+    assert got.dtype == out_dtype(name, dtype)
+    err = error(got, ref)
+    assert err <= runtime.TOLERANCE[dtype], f"relative error {err:.3g} > {runtime.TOLERANCE[dtype]:g}"
+
+
+# --------------------------------------------------------------------- correctness
+CASES = [
+    (name, key, shape)
+    for name in COMPARED
+    for key in cpu_keys(name)
+    for shape in shapes_of(name)
+    if FAMS[name].impls[key].impl != "compiled" or shape == shapes_of(name)[0]
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name,key,shape", CASES, ids=[f"{n}-{k}-{ids(s)}" for n, k, s in CASES])
+def test_matches_reference(name, key, shape, dtype):
+    impl = FAMS[name].impls[key]
+    got, inputs, out = call(name, impl.fn, shape, dtype)
+    check(name, got, inputs, dtype)
+    if impl.impl == "triton":
+        assert got.data_ptr() == out.data_ptr(), f"{key} must write into out"
+
+
+def _autotuned_cases():
+    """(family, impl key, kernel, shape): the shape makes the launcher take that kernel."""
+    cases = []
+    for name in COMPARED:
+        for key, impl in FAMS[name].impls.items():
+            for kernel in impl.triton_kernels:
+                if name == "reduction":
+                    shape = (65539,)
+                elif any(s in kernel.fn.__name__ for s in ("online", "looped")):
+                    shape = (2, 9000)  # over the one-pass limit
+                else:
+                    shape = (7, 33)
+                cases.append((name, key, kernel, shape))
+    return cases
+
+
+AUTOTUNED = _autotuned_cases()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name,key,kernel,shape", AUTOTUNED,
+                         ids=[f"{n}-{k}-{kern.fn.__name__}" for n, k, kern, _ in AUTOTUNED])
+def test_every_autotune_config(name, key, kernel, shape, dtype):
+    """Each config the autotuner may pick gives a correct result (several rows per program,
+    chunk sizes, grid sizes), forced through the implementation's own launcher."""
+    assert is_autotuned(kernel) and len(kernel.configs) > 1
+    for config in kernel.configs:
+        with force_config(kernel, config):
+            got, inputs, _ = call(name, FAMS[name].impls[key].fn, shape, dtype)
+        try:
+            check(name, got, inputs, dtype)
+        except AssertionError as exc:
+            raise AssertionError(f"config {config}: {exc}") from exc
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "rms_norm", "row_sum"])
+def test_row_stride(name):
+    """A view with a row stride larger than its width (the last column cut off)."""
+    fam = FAMS[name]
+    inputs = list(fam.make_inputs((5, 40), "fp32", DEVICE, 3))
+    x = inputs[0][:, :33]
+    if name in ("layer_norm", "rms_norm"):
+        inputs[1:] = [t[:33].contiguous() for t in inputs[1:]]
+    inputs[0] = x
+    for key in (k for k, i in fam.impls.items() if i.impl == "triton"):
+        out = fam.out_like(*inputs).fill_(math.nan)
+        got = fam.impls[key].fn(out, *inputs)
+        check(name, got, inputs, "fp32")
+
+
+def test_softmax_rows_sum_to_one():
+    x = FAMS["softmax"].make_inputs((6, 8193), "fp32", DEVICE, 1)[0]
+    for key in ("triton@fused_row", "triton@online", "triton@autotuned"):
+        out = FAMS["softmax"].out_like(x).fill_(math.nan)
+        y = FAMS["softmax"].impls[key].fn(out, x).double()
+        assert torch.allclose(y.sum(-1), torch.ones(6, dtype=torch.float64), atol=1e-5), key
+        assert bool((y >= 0).all()), key
+
+
+def test_softmax_large_offsets_do_not_overflow():
+    """exp(x - max): rows of values near 1000 (exp(1000) overflows fp32) stay finite."""
+    x = FAMS["softmax"].make_inputs((3, 1000), "fp32", DEVICE, 2)[0] + 1000.0
+    ref = FAMS["softmax"].reference(x.double())
+    for key in ("triton@fused_row", "triton@online", "triton@autotuned"):
+        out = torch.full_like(x, math.nan)
+        assert error(FAMS["softmax"].impls[key].fn(out, x), ref) <= 1e-5, key
+
+
+def test_layer_norm_large_mean():
+    """mean / std = 15000: the looped kernel's shifted sums keep the variance accurate, where
+    E[x^2] - E[x]^2 in fp32 is off by a factor of about 60. What remains (about 3e-4) is the
+    rounding of the mean to fp32 (ulp(300) / 2 against a std of 0.02), as in PyTorch (1e-3)."""
+    fam = FAMS["layer_norm"]
+    x, w, b = fam.make_inputs((2, 9000), "fp32", DEVICE, 4)
+    x = x * 0.01 + 300.0
+    out = fam.out_like(x, w, b).fill_(math.nan)
+    got = fam.impls["triton"].fn(out, x, w, b)
+    assert error(got, fam.reference(x.double(), w.double(), b.double())) <= 2e-3
+
+
+# --------------------------------------------------------------------- the checks can fail
+def test_skipped_last_row_or_column_fails():
+    """An implementation that does not write its last row, or its last column, fails."""
+    fam = FAMS["softmax"]
+    fn = fam.impls["triton@autotuned"].fn
+    (x,) = fam.make_inputs((3, 1000), "fp32", DEVICE, 0)
+    ref = fam.reference(x.double())
+    out = fam.out_like(x).fill_(math.nan)
+    fn(out[:-1], x[:-1])
+    assert error(out, ref) == math.inf
+    out = fam.out_like(x).fill_(math.nan)
+    fn(out[:, :-1], x[:, :-1])
+    assert error(out, ref) == math.inf
+    fn(out, x)
+    assert error(out, ref) <= 1e-5  # the same call on everything passes
+
+    fam = FAMS["row_sum"]
+    (x,) = fam.make_inputs((7, 33), "fp32", DEVICE, 0)
+    out = fam.out_like(x).fill_(math.nan)
+    fam.impls["triton"].fn(out[:-1], x[:-1])
+    assert error(out, fam.reference(x.double())) == math.inf
+
+
+def test_reduction_skipping_last_element_fails():
+    """Positive data: one element missing out of 1000 is a 1e-3 relative error."""
+    fam = FAMS["reduction"]
+    (x,) = fam.make_inputs((1000,), "fp32", DEVICE, 0)
+    assert bool((x > 0).all())
+    out = fam.out_like(x).fill_(math.nan)
+    got = fam.impls["triton"].fn(out, x[:-1])
+    assert error(got, fam.reference(x.double())) > runtime.TOLERANCE["fp32"]
+
+
+def test_reduction_zeroes_out_first():
+    """The atomic-add kernel accumulates into out: calling twice must not double."""
+    fam = FAMS["reduction"]
+    (x,) = fam.make_inputs((4096,), "fp32", DEVICE, 0)
+    out = fam.out_like(x).fill_(123.0)
+    fam.impls["triton"].fn(out, x)
+    fam.impls["triton"].fn(out, x)
+    assert error(out, fam.reference(x.double())) <= 1e-5
+
+
+# --------------------------------------------------------------------- dropout
+DROP_KEYS = cpu_keys("dropout")
+
+
+@pytest.mark.parametrize("p", PS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", DROPOUT_SHAPES, ids=ids)
+@pytest.mark.parametrize("key", DROP_KEYS)
+def test_dropout_valid(key, shape, dtype, p):
+    if FAMS["dropout"].impls[key].impl == "compiled" and shape != DROPOUT_SHAPES[-1]:
+        pytest.skip("torch.compile: one shape is enough (compiling is slow)")
+    got, inputs, _ = call("dropout", FAMS["dropout"].impls[key].fn, shape, dtype, p=p)
+    verdict = FAMS["dropout"].validate(got, inputs, dtype=dtype, p=p)
+    assert verdict["ok"], verdict["reason"]
+    assert got.dtype == runtime.torch_dtype(dtype)
+
+
+@pytest.mark.parametrize("key", DROP_KEYS)
+def test_dropout_deterministic_and_seeded(key):
+    fam = FAMS["dropout"]
+    x, seed = fam.make_inputs((4099,), "fp32", DEVICE, 5, p=0.3)
+    verdict = dropout_mod.check_determinism(fam.impls[key].fn, (x, seed), 0.3)
+    assert verdict["ok"], verdict["reason"]
+
+
+def test_dropout_kept_fraction_and_scale():
+    """Large enough for tight bounds: kept fraction near 1 - p, kept values x / (1 - p)."""
+    fam = FAMS["dropout"]
+    for p in (0.1, 0.3, 0.5):
+        got, (x, seed), _ = call("dropout", fam.impls["triton"].fn, (65536,), "fp32", p=p)
+        kept = got != 0
+        frac = float(kept.double().mean())
+        assert abs(frac - (1 - p)) < 6 * math.sqrt(p * (1 - p) / 65536)
+        assert torch.allclose(got[kept], x[kept] / (1 - p), rtol=1e-6, atol=0)
+
+
+def test_dropout_triton_mask_independent_of_config():
+    """The mask depends on (seed, element index) only: every BLOCK gives the same output."""
+    fam = FAMS["dropout"]
+    kernel = dropout_mod.dropout_kernel
+    x, seed = fam.make_inputs((5000,), "bf16", DEVICE, 0, p=0.5)
+    outs = []
+    for config in kernel.configs:
+        out = fam.out_like(x, seed).fill_(math.nan)
+        with force_config(kernel, config):
+            outs.append(fam.impls["triton"].fn(out, x, seed, p=0.5).clone())
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+def _good(x, p, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    keep = torch.rand(x.shape, generator=gen) >= p
+    return (x.double() * keep / (1 - p)).to(x.dtype)
+
+
+def test_dropout_validate_rejects_broken_outputs():
+    fam = FAMS["dropout"]
+    x, seed = fam.make_inputs((4096,), "fp32", "cpu", 0, p=0.3)
+    ok = fam.validate(_good(x, 0.3), (x, seed), dtype="fp32", p=0.3)
+    assert ok["ok"], ok["reason"]
+    assert ok["rel_err"] < 1e-6
+
+    last_unwritten = _good(x, 0.3)
+    last_unwritten[-1] = math.nan
+    assert not fam.validate(last_unwritten, (x, seed), dtype="fp32", p=0.3)["ok"]
+    unscaled = _good(x, 0.3) * (1 - 0.3)
+    assert not fam.validate(unscaled, (x, seed), dtype="fp32", p=0.3)["ok"]
+    # right scale, wrong drop probability: only the kept fraction betrays it
+    wrong_p = (x * (torch.rand(x.shape, generator=torch.Generator().manual_seed(1)) >= 0.1)) / (1 - 0.3)
+    verdict = fam.validate(wrong_p, (x, seed), dtype="fp32", p=0.3)
+    assert not verdict["ok"] and "kept" in verdict["reason"]
+    assert not fam.validate(x.clone(), (x, seed), dtype="fp32", p=0.3)["ok"]  # nothing dropped
+    assert not fam.validate(_good(x, 0.3)[:-1], (x, seed), dtype="fp32", p=0.3)["ok"]  # shape
+    # bf16: the rounding of x / (1 - p) to bf16 passes
+    xb = x.to(torch.bfloat16)
+    assert fam.validate(_good(xb, 0.3), (xb, seed), dtype="bf16", p=0.3)["ok"]
+
+
+def test_dropout_determinism_check_rejects():
+    fam = FAMS["dropout"]
+    x, seed = fam.make_inputs((1024,), "fp32", "cpu", 0, p=0.5)
+    calls = iter(range(1000))
+
+    def fresh_each_call(out, x, seed, p):
+        return _good(x, p, seed=next(calls))
+
+    def ignores_seed(out, x, seed, p):
+        return _good(x, p, seed=0)
+
+    def honest(out, x, seed, p):
+        return _good(x, p, seed=seed)
+
+    assert not dropout_mod.check_determinism(fresh_each_call, (x, seed), 0.5)["ok"]
+    assert not dropout_mod.check_determinism(ignores_seed, (x, seed), 0.5)["ok"]
+    assert dropout_mod.check_determinism(honest, (x, seed), 0.5)["ok"]
+
+
+# --------------------------------------------------------------------- registration
+def test_families_registered():
+    fams = registry.families()
+    for name in NAMES:
+        fam = fams[name]
+        assert fam.dtypes == ("fp32", "bf16")
+        assert fam.bound == "memory"
+        kinds = {i.impl for i in fam.impls.values()}
+        assert {"torch_naive", "torch_fused", "triton", "compiled", "cuda"} <= kinds, name
+        for impl in fam.impls.values():
+            if impl.impl == "triton":
+                assert impl.compile_specs is not None, impl.key
+                assert all(is_autotuned(k) for k in impl.triton_kernels), impl.key
+            if impl.impl == "cuda":
+                assert impl.cuda_kernels, impl.key
+    assert "gelu" in fams and "vector_add" in fams  # the others still register
+    assert FAMS["dropout"].params == {"p": [0.1, 0.3, 0.5]}
+    assert FAMS["dropout"].validate is not None
+
+
+def test_softmax_ladder():
+    steps = FAMS["softmax"].ladders()["softmax"]
+    assert [s.step for s in steps] == ["naive", "fused_row", "online", "autotuned"]
+    assert [s.key for s in steps] == ["torch_naive@naive", "triton@fused_row", "triton@online",
+                                      "triton@autotuned"]
+    for s in steps:
+        assert s.idea and s.prediction and any(c.isdigit() for c in s.prediction), s.key
+        lo, hi = s.expect_pct_of_peak
+        assert 0 < lo < hi <= 100
+    assert steps[-1].triton_kernels  # the autotuned step lists its autotuned kernels
+
+
+def test_cuda_reduction_ladder():
+    steps = FAMS["reduction"].ladders()["cuda_reduction"]
+    assert [s.step for s in steps] == ["atomic", "smem_tree", "warp_shuffle", "vec4"]
+    assert [s.order for s in steps] == [1, 2, 3, 4]
+    assert [s.cuda_kernels for s in steps] == [(f"reduce_sum_{s.step}",) for s in steps]
+    for s in steps:
+        assert s.idea and any(c.isdigit() for c in s.prediction), s.key
+    assert steps[-1].expect_pct_of_peak[0] >= 90
+    assert all(a.expect_pct_of_peak[0] <= b.expect_pct_of_peak[0] for a, b in zip(steps, steps[1:]))
+
+
+def test_bytes_and_flops():
+    assert FAMS["softmax"].bytes_moved((4096, 1000), "fp32") == 2 * 4096 * 1000 * 4
+    assert FAMS["layer_norm"].bytes_moved((8, 100), "bf16") == (2 * 800 + 200) * 2
+    assert FAMS["rms_norm"].bytes_moved((8, 100), "fp32") == (2 * 800 + 100) * 4
+    assert FAMS["dropout"].bytes_moved((1000,), "bf16", p=0.1) == 2 * 1000 * 2
+    assert FAMS["reduction"].bytes_moved((1 << 20,), "bf16") == (1 << 20) * 2 + 4
+    assert FAMS["row_sum"].bytes_moved((8, 100), "bf16") == 800 * 2 + 8 * 4
+    for name in NAMES:
+        assert FAMS[name].flops((8, 100) if name != "reduction" else (800,), "fp32", p=0.1) >= 800
+
+
+@pytest.mark.skipif(runtime.has_gpu(), reason="checks the CPU behaviour of CUDA implementations")
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_unavailable_without_gpu(name):
+    fam = FAMS[name]
+    params = {"p": 0.1} if name == "dropout" else {}
+    inputs = fam.make_inputs((4, 8) if name != "reduction" else (32,), "fp32", "cpu", 0, **params)
+    for impl in (i for i in fam.impls.values() if i.impl == "cuda"):
+        with pytest.raises(Unavailable):
+            impl.fn(fam.out_like(*inputs, **params), *inputs, **params)
+
+
+# --------------------------------------------------------------------- sm_90 code
+_PTX_SCRIPT = r"""
+import json, re, sys
+from kernellab import registry
+from kernellab.triton_utils import compile_asm
+out = {}
+for name in sys.argv[1:]:
+    for key, impl in registry.family(name).impls.items():
+        if impl.compile_specs is None:
+            continue
+        for dtype in ("fp32", "bf16"):
+            for spec in impl.compile_specs(dtype):
+                ptx = compile_asm(spec, 90)["ptx"]
+                loads = re.findall(r"\bld\.global[\w.:]*", ptx)
+                out[f"{name}/{key}/{dtype}/{spec.label}"] = {
+                    "ld_v4": sum(".v4." in op for op in loads),
+                    "ld_scalar": sum(".v4." not in op and ".v2." not in op for op in loads),
+                    "local": len(re.findall(r"\b(ld|st)\.local", ptx)),
+                    "atom": len(re.findall(r"\batom\.global", ptx)),
+                }
+print("RESULT" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def sm90_code(root):
+    """Cross-compile every compile spec for sm_90 in a fresh process: with the interpreter
+    on, @triton.jit kernels in this one cannot be compiled."""
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", _PTX_SCRIPT, *NAMES], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT"):])
+
+
+def test_sm90_code(sm90_code):
+    """Every spec compiles; power-of-two widths give 16-byte loads (v4.b32: 4 fp32 or 8
+    bf16); nothing spills to local memory; the reduction adds with one atomic."""
+    expected = {(n, k) for n in NAMES for k, i in FAMS[n].impls.items() if i.compile_specs}
+    assert {tuple(label.split("/")[:2]) for label in sm90_code} == expected
+    for label, counts in sm90_code.items():
+        assert counts["ld_v4"] > 0, f"{label}: no 16-byte global loads"
+        assert counts["local"] == 0, f"{label}: local memory (spills)"
+    for label, counts in sm90_code.items():
+        if label.startswith("reduction/"):
+            assert counts["atom"] == 1, label
+        if label.startswith(("softmax/", "rms_norm/", "dropout/", "row_sum/")):
+            assert counts["ld_scalar"] == 0, f"{label}: scalar loads besides the 16-byte ones"
+
+
+# --------------------------------------------------------------------- on the H200
+GPU_SHAPES = {"reduction": [(1 << 16) + 1, 1 << 24], "other": [(4096, 128), (1000, 1000), (64, 32768)]}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", COMPARED)
+def test_gpu_all_impls(name, dtype):
+    """Every implementation, CUDA included, on GPU-sized shapes (autotuning for real)."""
+    shapes = [(n,) for n in GPU_SHAPES["reduction"]] if name == "reduction" else GPU_SHAPES["other"]
+    for shape in shapes:
+        for key, impl in FAMS[name].impls.items():
+            got, inputs, _ = call(name, impl.fn, shape, dtype)
+            try:
+                check(name, got, inputs, dtype)
+            except AssertionError as exc:
+                raise AssertionError(f"{key} {shape}: {exc}") from exc
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_dropout(dtype):
+    fam = FAMS["dropout"]
+    for key, impl in fam.impls.items():
+        for p in fam.params["p"]:
+            got, inputs, _ = call("dropout", impl.fn, ((1 << 20) + 3,), dtype, p=p)
+            verdict = fam.validate(got, inputs, dtype=dtype, p=p)
+            assert verdict["ok"], f"{key} p={p}: {verdict['reason']}"
+            verdict = dropout_mod.check_determinism(impl.fn, inputs, p)
+            assert verdict["ok"], f"{key} p={p}: {verdict['reason']}"

@@ -1,0 +1,82 @@
+"""The workflow itself: a dry run of the default config, and the tiny config end to end on
+the CPU in a temporary directory, uninterrupted and killed half-way then resumed."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _snakemake(*args, cwd=ROOT, timeout=1500, **kw):
+    cmd = [sys.executable, "-m", "snakemake", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def _dirs(tmp: Path) -> list[str]:
+    return ["--config", f"staging={tmp / 'staging'}", f"results={tmp / 'results'}"]
+
+
+def test_dry_run_of_the_default_config_lists_every_rule():
+    proc = _snakemake("-n", "--cores", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rule in ("survey", "build_cuda", "check", "bench", "profile", "ptx", "autotune", "aggregate", "report",
+                 "publish"):
+        assert rule in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("run")
+    t0 = time.time()
+    proc = _snakemake("--cores", "1", "--configfile", "config/test.yaml", *_dirs(tmp))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    sets = [p for p in (tmp / "results").iterdir() if p.is_dir()]
+    assert len(sets) == 1
+    return sets[0], time.time() - t0
+
+
+@pytest.mark.slow
+def test_tiny_cpu_run_produces_the_results_contract(tiny_run):
+    out, _ = tiny_run
+    for name in ("summary.csv", "report.html", "report.md", "KERNEL_LOG.md", "survey.json", "environment.json"):
+        assert (out / name).is_file(), name
+    df = pd.read_csv(out / "summary.csv", keep_default_na=False)
+    assert set(df["kernel"]) == {"vector_add", "gelu"}
+    cpu_impls = df[df["backend"] != "cuda"]
+    assert (cpu_impls["status"] == "ok").all(), cpu_impls[cpu_impls["status"] != "ok"][["impl_key", "reason"]]
+    assert (cpu_impls["check_status"] == "ok").all()
+    cuda = df[df["backend"] == "cuda"]
+    assert len(cuda) and (cuda["status"] == "unavailable").all() and (cuda["reason"] != "").all()
+    html = (out / "report.html").read_text()
+    assert "CPU run" in html
+    assert list((out / "ptx" / "gelu").glob("*.ptx")), "Triton PTX is produced without a GPU"
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_same_cases_and_columns(tiny_run, tmp_path):
+    reference, _ = tiny_run
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/test.yaml", *_dirs(tmp_path)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    stage = tmp_path / "staging"
+    deadline = time.time() + 600
+    while time.time() < deadline and not list(stage.glob("*/bench/*.csv")):
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)  # SIGKILL half-way: no cleanup of any kind
+    proc.wait()
+    assert not list((tmp_path / "results").glob("*/summary.csv")), "a half run must not publish"
+    again = _snakemake("--cores", "1", "--configfile", "config/test.yaml", *_dirs(tmp_path))
+    assert again.returncode == 0, (again.stdout + again.stderr)[-5000:]
+    resumed = pd.read_csv(next((tmp_path / "results").glob("*/summary.csv")), keep_default_na=False)
+    full = pd.read_csv(reference / "summary.csv", keep_default_na=False)
+    assert list(resumed.columns) == list(full.columns)
+    key = ["kernel", "impl_key", "shape", "dtype", "params"]
+    assert sorted(map(tuple, resumed[key].values.tolist())) == sorted(map(tuple, full[key].values.tolist()))
+    assert (resumed["status"] == full.set_index(key).loc[list(map(tuple, resumed[key].values))]["status"].values).all()
