@@ -43,6 +43,11 @@ TORCH_NVCC_FLAGS = [
 ]
 
 
+NVCC_MISSING = "nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
+REPORT_KEYS = ("file", "kernel", "base", "symbol", "arch", "registers", "spill_stores_bytes",
+               "spill_loads_bytes", "stack_frame_bytes", "smem_bytes", "cmem_bytes")
+
+
 class ToolNotFound(RuntimeError):
     """A CUDA tool (nvcc, cuobjdump) is not installed here."""
 
@@ -179,7 +184,7 @@ def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600) ->
         return {**info, "status": "unavailable",
                 "reason": f"torch {info['torch']} is a CPU-only build (torch.version.cuda is None)"}
     if info.get("nvcc_path") is None:
-        return {**info, "status": "unavailable", "reason": "nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"}
+        return {**info, "status": "unavailable", "reason": NVCC_MISSING}
     if info["arch"].startswith("invalid"):
         return {**info, "status": "error", "reason": info["arch"]}
 
@@ -193,7 +198,8 @@ def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600) ->
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
         try:
-            proc = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=timeout)
+            proc = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                  timeout=timeout)
             rc = proc.returncode
         except subprocess.TimeoutExpired:
             rc = None
@@ -222,6 +228,7 @@ def write_build_json(out_dir: str | os.PathLike, info: dict) -> Path:
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh, indent=2, sort_keys=True, default=str)
             fh.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -260,7 +267,8 @@ def parse_ptxas(text: str) -> list[dict]:
         elif m := _FRAME.search(line):
             if props in rows:
                 row = rows[props]
-                row["stack_frame_bytes"], row["spill_stores_bytes"], row["spill_loads_bytes"] = map(int, m.groups())
+                frame, stores, loads = map(int, m.groups())
+                row.update(stack_frame_bytes=frame, spill_stores_bytes=stores, spill_loads_bytes=loads)
             props = None
         elif (m := _USED.search(line)) and entry in rows:
             row = rows[entry]
@@ -310,18 +318,19 @@ def compile_cubins(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: i
     """
     nvcc = find_nvcc()
     if nvcc is None:
-        raise ToolNotFound("nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
+        raise ToolNotFound(NVCC_MISSING)
     cubin_dir = Path(out_dir) / "cubin"
     cubin_dir.mkdir(parents=True, exist_ok=True)
     files = files if files is not None else sources()
     workers = max(1, min(len(files), jobs or os.cpu_count() or 1))
+    cubins = {f.name: cubin_dir / f"{f.stem}.sm_{arch}.cubin" for f in files}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {f.name: (pool.submit(_compile_cubin, nvcc, f, cubin_dir / f"{f.stem}.sm_{arch}.cubin", arch),
-                            cubin_dir / f"{f.stem}.sm_{arch}.cubin") for f in files}
-        return {name: (*fut.result(), cubin) for name, (fut, cubin) in futures.items()}
+        futures = {f.name: pool.submit(_compile_cubin, nvcc, f, cubins[f.name], arch) for f in files}
+        return {name: (*fut.result(), cubins[name]) for name, fut in futures.items()}
 
 
-def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: int | None = None) -> ResourceReport:
+def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH,
+                    jobs: int | None = None) -> ResourceReport:
     """Registers, spills, stack frame, shared and constant memory of every kernel.
 
     Compiles each .cu with ``nvcc -cubin -arch=sm_<arch> -Xptxas -v`` (no GPU needed), writes
@@ -353,9 +362,7 @@ def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: 
     for row in report:
         row["kernel"] = names.get(row["symbol"], row["symbol"])
         row["base"] = base_name(row["symbol"])
-    report[:] = [{k: r[k] for k in ("file", "kernel", "base", "symbol", "arch", "registers", "spill_stores_bytes",
-                                    "spill_loads_bytes", "stack_frame_bytes", "smem_bytes", "cmem_bytes")}
-                 for r in report]
+    report[:] = [{k: r[k] for k in REPORT_KEYS} for r in report]
     report.reason = "; ".join(failures)
     return report
 
@@ -367,7 +374,7 @@ def ptx(source_file: str | os.PathLike, arch: int = DEFAULT_ARCH) -> str:
     """PTX of one .cu file (``nvcc -ptx``), compiled with the extension's flags."""
     nvcc = find_nvcc()
     if nvcc is None:
-        raise ToolNotFound("nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
+        raise ToolNotFound(NVCC_MISSING)
     flags = [f for f in standalone_flags(arch) if f not in ("-Xptxas", "-v")]
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "out.ptx"

@@ -161,8 +161,8 @@ def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: di
             entry.update(status="unavailable", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
             entries.append(entry)
             continue
-        ptx_fns = {k: v for k, v in split_ptx(ptx_text).items() if kname in k}
-        sass_fns = {k: v for k, v in split_sass(sass_text or "").items() if kname in k}
+        ptx_fns = {k: v for k, v in split_ptx(ptx_text).items() if cuda_build.base_name(k) == kname}
+        sass_fns = {k: v for k, v in split_sass(sass_text or "").items() if cuda_build.base_name(k) == kname}
         ptx_part = "\n\n".join(ptx_fns[k] for k in sorted(ptx_fns))
         sass_part = "\n\n".join(sass_fns[k] for k in sorted(sass_fns))
         if ptx_part:

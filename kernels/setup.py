@@ -28,11 +28,18 @@ NVCC_FLAGS = ["-O3", "-lineinfo", "-Xptxas", "-v", "-std=c++17"]
 CXX_FLAGS = ["-O3"]
 
 
+# Architecture names TORCH_CUDA_ARCH_LIST also accepts.
+NAMED_ARCHS = {"Volta": "7.0", "Turing": "7.5", "Ampere": "8.0;8.6", "Ada": "8.9", "Hopper": "9.0",
+               "Blackwell": "10.0"}
+
+
 def gencode_flags(arch_list: str | None = None) -> list[str]:
-    """``-gencode`` flags for a TORCH_CUDA_ARCH_LIST-style string ("9.0", "8.0;9.0a+PTX")."""
+    """``-gencode`` flags for a TORCH_CUDA_ARCH_LIST-style string ("9.0", "8.0;9.0a+PTX", "Hopper")."""
     text = (arch_list if arch_list is not None else os.environ.get("TORCH_CUDA_ARCH_LIST", "")).strip()
     if not text:
         text = DEFAULT_ARCH
+    for name, numbers in NAMED_ARCHS.items():
+        text = re.sub(rf"\b{name}\b", numbers, text)
     flags = []
     for item in re.split(r"[;\s,]+", text):
         if not item:

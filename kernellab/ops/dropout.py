@@ -181,12 +181,12 @@ def validate(out, inputs, dtype=None, p=0.5, ref_fn=None, **_):
     wrong = elem_rel > tol
     if bool(wrong.any()):
         i = int(wrong.nonzero()[0])
-        return verdict(False, f"{int(wrong.sum())} non-zero elements differ from x/(1-p) by more than {tol:g} "
-                              f"relative (e.g. {float(o[kept][i]):.6g} vs {float(expected[i]):.6g})",
+        return verdict(False, f"{int(wrong.sum())} non-zero elements differ from x/(1-p) by more than "
+                              f"{tol:g} relative (e.g. {float(o[kept][i]):.6g} vs {float(expected[i]):.6g})",
                        rel_err, max_abs)
     if rel_err > tol:
-        return verdict(False, f"kept elements: relative error {rel_err:.3g} above the {dtype} tolerance {tol:g}",
-                       rel_err, max_abs)
+        return verdict(False, f"kept elements: relative error {rel_err:.3g} above the {dtype} "
+                              f"tolerance {tol:g}", rel_err, max_abs)
     m = int(informative.sum())
     k = int(kept.sum())
     mean, sigma = (1.0 - p) * m, math.sqrt(m * p * (1.0 - p))

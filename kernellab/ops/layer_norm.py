@@ -46,63 +46,66 @@ def layer_norm_fused(out, x, w, b):
 
 
 @triton.jit
-def layer_norm_tile_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
-                           BLOCK_COLS: tl.constexpr, TILE: tl.constexpr):
-    """max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers: exact two-pass
-    statistics on chip, one read of x. BLOCK_COLS >= n_cols."""
-    ROWS: tl.constexpr = max(TILE // BLOCK_COLS, 1)
+def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
+                      BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, LOOPED: tl.constexpr):
+    """LayerNorm of rows of n_cols <= BLOCK_COLS = next_power_of_2(n_cols) elements.
+
+    LOOPED = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers:
+    exact two-pass statistics on chip, one read of x.
+    LOOPED = True: one row per program in chunks of min(TILE, BLOCK_COLS): pass 1 sums
+    d = x - shift and d^2 per lane, the shift being the row's first element, so that
+    var = E[d^2] - E[d]^2 does not cancel catastrophically when |mean| >> std; pass 2
+    re-reads the row (mostly from L1/L2) and normalizes.
+    """
     pid = tl.program_id(0).to(tl.int64)
-    rows = pid * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK_COLS)
-    col_ok = cols < n_cols
-    mask = (rows[:, None] < n_rows) & col_ok[None, :]
-    x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    mean = tl.sum(x, axis=1) / n_cols
-    xc = tl.where(mask, x - mean[:, None], 0.0)
-    var = tl.sum(xc * xc, axis=1) / n_cols
-    rstd = tl.math.rsqrt(var + eps)
-    w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
-    y = xc * rstd[:, None] * w[None, :] + b[None, :]
-    tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+    if LOOPED:
+        CHUNK: tl.constexpr = min(TILE, BLOCK_COLS)
+        x_row = x_ptr + pid * stride_x
+        o_row = out_ptr + pid * stride_out
+        shift = tl.load(x_row).to(tl.float32)
+        offs = tl.arange(0, CHUNK)
+        s1 = tl.zeros([CHUNK], dtype=tl.float32)
+        s2 = tl.zeros([CHUNK], dtype=tl.float32)
+        for start in range(0, n_cols, CHUNK):
+            cols = start + offs
+            mask = cols < n_cols
+            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+            d = tl.where(mask, x - shift, 0.0)
+            s1 += d
+            s2 += d * d
+        mean_d = tl.sum(s1, axis=0) / n_cols
+        var = tl.maximum(tl.sum(s2, axis=0) / n_cols - mean_d * mean_d, 0.0)
+        mean = shift + mean_d
+        rstd = tl.math.rsqrt(var + eps)
+        for start in range(0, n_cols, CHUNK):
+            cols = start + offs
+            mask = cols < n_cols
+            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            y = (x - mean) * rstd * w + b
+            tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    else:
+        ROWS: tl.constexpr = max(TILE // BLOCK_COLS, 1)
+        rows = pid * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_COLS)
+        col_ok = cols < n_cols
+        mask = (rows[:, None] < n_rows) & col_ok[None, :]
+        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        mean = tl.sum(x, axis=1) / n_cols
+        xc = tl.where(mask, x - mean[:, None], 0.0)
+        var = tl.sum(xc * xc, axis=1) / n_cols
+        rstd = tl.math.rsqrt(var + eps)
+        w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+        y = xc * rstd[:, None] * w[None, :] + b[None, :]
+        tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], y.to(out_ptr.dtype.element_ty),
+                 mask=mask)
 
 
-@triton.jit
-def layer_norm_looped_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, stride_x, stride_out, eps,
-                             BLOCK: tl.constexpr):
-    """One row per program, any length: pass 1 sums (x - shift) and its square per lane, the
-    shift being the row's first element so that var = E[d^2] - E[d]^2 does not cancel
-    catastrophically when |mean| >> std; pass 2 re-reads the row and normalizes."""
-    row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * stride_x
-    o_row = out_ptr + row * stride_out
-    shift = tl.load(x_row).to(tl.float32)
-    offs = tl.arange(0, BLOCK)
-    s1 = tl.zeros([BLOCK], dtype=tl.float32)
-    s2 = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + offs
-        mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        d = tl.where(mask, x - shift, 0.0)
-        s1 += d
-        s2 += d * d
-    mean_d = tl.sum(s1, axis=0) / n_cols
-    var = tl.maximum(tl.sum(s2, axis=0) / n_cols - mean_d * mean_d, 0.0)
-    mean = shift + mean_d
-    rstd = tl.math.rsqrt(var + eps)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + offs
-        mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-        b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-        y = (x - mean) * rstd * w + b
-        tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
-
-
-def tile_configs():
-    """Elements per program (rows per program = TILE // BLOCK_COLS, at least 1) x warps."""
+def triton_configs():
+    """TILE: elements per program (one pass: rows = TILE // BLOCK_COLS) or the chunk
+    (looped), x warps. The interpreter runs the first."""
     return [
         triton.Config({"TILE": tile}, num_warps=warps)
         for tile in (2048, 4096, 8192, 1024)
@@ -110,8 +113,10 @@ def tile_configs():
     ]
 
 
-def prune_tile_configs(configs, named_args, **kwargs):
-    """Configs with TILE <= BLOCK_COLS all run one row per program: keep one per warp count."""
+def prune_configs(configs, named_args, **kwargs):
+    """One pass: every TILE <= BLOCK_COLS runs one row per program; keep one per warp count."""
+    if kwargs.get("LOOPED"):
+        return configs
     block_cols = kwargs["BLOCK_COLS"]
     seen, kept = set(), []
     for cfg in configs:
@@ -122,19 +127,10 @@ def prune_tile_configs(configs, named_args, **kwargs):
     return kept
 
 
-def looped_configs():
-    return [
-        triton.Config({"BLOCK": block}, num_warps=warps)
-        for block in (2048, 4096, 8192, 1024)
-        for warps in (4, 8, 16)
-    ]
-
-
-layer_norm_tile_tuned = triton.autotune(
-    configs=tile_configs(), key=["n_rows", "n_cols"],
-    prune_configs_by={"early_config_prune": prune_tile_configs},
-)(layer_norm_tile_kernel)
-layer_norm_looped_tuned = triton.autotune(configs=looped_configs(), key=["n_cols"])(layer_norm_looped_kernel)
+layer_norm_tuned = triton.autotune(
+    configs=triton_configs(), key=["n_rows", "n_cols"],
+    prune_configs_by={"early_config_prune": prune_configs},
+)(layer_norm_kernel)
 
 
 def layer_norm_triton(out, x, w, b):
@@ -142,12 +138,10 @@ def layer_norm_triton(out, x, w, b):
         raise ValueError("layer_norm takes a 2-D (rows, cols) tensor with a contiguous last dimension")
     rows, cols = x.shape
     block = triton.next_power_of_2(cols)
-    if block <= ONE_PASS_MAX_COLS:
-        launch(layer_norm_tile_tuned,
-               lambda meta: (triton.cdiv(rows, max(meta["TILE"] // block, 1)),),
-               x, w, b, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block)
-    else:
-        launch(layer_norm_looped_tuned, (rows,), x, w, b, out, cols, x.stride(0), out.stride(0), EPS)
+    looped = block > ONE_PASS_MAX_COLS
+    launch(layer_norm_tuned,
+           lambda meta: (rows if looped else triton.cdiv(rows, max(meta["TILE"] // block, 1)),),
+           x, w, b, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block, LOOPED=looped)
     return out
 
 
@@ -164,13 +158,13 @@ DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 def compile_specs(dtype: str):
     ty = triton_type(dtype)
-    ptrs = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "out_ptr": f"*{ty}"}
-    ints = {"n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+    sig = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32",
+           "n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
     return [
-        CompileSpec(layer_norm_tile_tuned, {**ptrs, "n_rows": "i32", **ints}, {"BLOCK_COLS": 4096, "TILE": 4096},
-                    num_warps=8, label="cols=4096: one row per program, num_warps=8", divisible=DIVISIBLE),
-        CompileSpec(layer_norm_looped_tuned, {**ptrs, **ints}, {"BLOCK": 4096},
-                    num_warps=8, label="cols>8192: looped BLOCK=4096, num_warps=8", divisible=DIVISIBLE),
+        CompileSpec(layer_norm_tuned, sig, {"BLOCK_COLS": 4096, "TILE": 4096, "LOOPED": False}, num_warps=8,
+                    label="cols=4096: one row per program, num_warps=8", divisible=DIVISIBLE),
+        CompileSpec(layer_norm_tuned, sig, {"BLOCK_COLS": 32768, "TILE": 4096, "LOOPED": True}, num_warps=8,
+                    label="cols=32768: looped, chunk 4096, num_warps=8", divisible=DIVISIBLE),
     ]
 
 
@@ -210,6 +204,6 @@ FAMILY = register_family(
 FAMILY.add(Impl("layer_norm", "torch_naive", "torch", returns_new(layer_norm_naive)))
 FAMILY.add(Impl("layer_norm", "torch_fused", "torch", layer_norm_fused))
 FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_triton,
-                triton_kernels=(layer_norm_tile_tuned, layer_norm_looped_tuned), compile_specs=compile_specs))
+                triton_kernels=(layer_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("layer_norm", "compiled", "compile", compiled(layer_norm_naive)))
 FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda, cuda_kernels=("layer_norm_block",)))

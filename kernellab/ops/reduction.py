@@ -87,7 +87,8 @@ def sum_triton(out, x):
     n = x.numel()
     sms = sm_count(x.device)
     out.zero_()  # the kernel accumulates into out with atomics
-    launch(sum_kernel, lambda meta: (max(1, min(triton.cdiv(n, meta["BLOCK"]), sms * meta["PROGRAMS_PER_SM"])),),
+    launch(sum_kernel,
+           lambda meta: (max(1, min(triton.cdiv(n, meta["BLOCK"]), sms * meta["PROGRAMS_PER_SM"])),),
            x, out, n)
     return out
 

@@ -42,47 +42,50 @@ def rms_norm_fused(out, x, w):
 
 
 @triton.jit
-def rms_norm_tile_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
-                         BLOCK_COLS: tl.constexpr, TILE: tl.constexpr):
-    """max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers: one read of x.
-    BLOCK_COLS >= n_cols."""
-    ROWS: tl.constexpr = max(TILE // BLOCK_COLS, 1)
+def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
+                    BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, LOOPED: tl.constexpr):
+    """RMSNorm of rows of n_cols <= BLOCK_COLS = next_power_of_2(n_cols) elements.
+
+    LOOPED = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers:
+    one read of x.
+    LOOPED = True: one row per program in chunks of min(TILE, BLOCK_COLS): pass 1 sums x^2
+    per lane, pass 2 re-reads the row (mostly from L1/L2) and normalizes.
+    """
     pid = tl.program_id(0).to(tl.int64)
-    rows = pid * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK_COLS)
-    col_ok = cols < n_cols
-    mask = (rows[:, None] < n_rows) & col_ok[None, :]
-    x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.math.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)
-    w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
-    y = x * rstd[:, None] * w[None, :]
-    tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+    if LOOPED:
+        CHUNK: tl.constexpr = min(TILE, BLOCK_COLS)
+        x_row = x_ptr + pid * stride_x
+        o_row = out_ptr + pid * stride_out
+        offs = tl.arange(0, CHUNK)
+        acc = tl.zeros([CHUNK], dtype=tl.float32)
+        for start in range(0, n_cols, CHUNK):
+            cols = start + offs
+            x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+            acc += x * x
+        rstd = tl.math.rsqrt(tl.sum(acc, axis=0) / n_cols + eps)
+        for start in range(0, n_cols, CHUNK):
+            cols = start + offs
+            mask = cols < n_cols
+            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(o_row + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
+    else:
+        ROWS: tl.constexpr = max(TILE // BLOCK_COLS, 1)
+        rows = pid * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_COLS)
+        col_ok = cols < n_cols
+        mask = (rows[:, None] < n_rows) & col_ok[None, :]
+        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.math.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)
+        w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+        y = x * rstd[:, None] * w[None, :]
+        tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], y.to(out_ptr.dtype.element_ty),
+                 mask=mask)
 
 
-@triton.jit
-def rms_norm_looped_kernel(x_ptr, w_ptr, out_ptr, n_cols, stride_x, stride_out, eps, BLOCK: tl.constexpr):
-    """One row per program, any length: pass 1 sums x^2 per lane, pass 2 re-reads the row
-    and normalizes."""
-    row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * stride_x
-    o_row = out_ptr + row * stride_out
-    offs = tl.arange(0, BLOCK)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + offs
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
-        acc += x * x
-    rstd = tl.math.rsqrt(tl.sum(acc, axis=0) / n_cols + eps)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + offs
-        mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-        tl.store(o_row + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
-
-
-def tile_configs():
-    """Elements per program (rows per program = TILE // BLOCK_COLS, at least 1) x warps."""
+def triton_configs():
+    """TILE: elements per program (one pass: rows = TILE // BLOCK_COLS) or the chunk
+    (looped), x warps. The interpreter runs the first."""
     return [
         triton.Config({"TILE": tile}, num_warps=warps)
         for tile in (2048, 4096, 8192, 1024)
@@ -90,8 +93,10 @@ def tile_configs():
     ]
 
 
-def prune_tile_configs(configs, named_args, **kwargs):
-    """Configs with TILE <= BLOCK_COLS all run one row per program: keep one per warp count."""
+def prune_configs(configs, named_args, **kwargs):
+    """One pass: every TILE <= BLOCK_COLS runs one row per program; keep one per warp count."""
+    if kwargs.get("LOOPED"):
+        return configs
     block_cols = kwargs["BLOCK_COLS"]
     seen, kept = set(), []
     for cfg in configs:
@@ -102,19 +107,10 @@ def prune_tile_configs(configs, named_args, **kwargs):
     return kept
 
 
-def looped_configs():
-    return [
-        triton.Config({"BLOCK": block}, num_warps=warps)
-        for block in (2048, 4096, 8192, 1024)
-        for warps in (4, 8, 16)
-    ]
-
-
-rms_norm_tile_tuned = triton.autotune(
-    configs=tile_configs(), key=["n_rows", "n_cols"],
-    prune_configs_by={"early_config_prune": prune_tile_configs},
-)(rms_norm_tile_kernel)
-rms_norm_looped_tuned = triton.autotune(configs=looped_configs(), key=["n_cols"])(rms_norm_looped_kernel)
+rms_norm_tuned = triton.autotune(
+    configs=triton_configs(), key=["n_rows", "n_cols"],
+    prune_configs_by={"early_config_prune": prune_configs},
+)(rms_norm_kernel)
 
 
 def rms_norm_triton(out, x, w):
@@ -122,12 +118,10 @@ def rms_norm_triton(out, x, w):
         raise ValueError("rms_norm takes a 2-D (rows, cols) tensor with a contiguous last dimension")
     rows, cols = x.shape
     block = triton.next_power_of_2(cols)
-    if block <= ONE_PASS_MAX_COLS:
-        launch(rms_norm_tile_tuned,
-               lambda meta: (triton.cdiv(rows, max(meta["TILE"] // block, 1)),),
-               x, w, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block)
-    else:
-        launch(rms_norm_looped_tuned, (rows,), x, w, out, cols, x.stride(0), out.stride(0), EPS)
+    looped = block > ONE_PASS_MAX_COLS
+    launch(rms_norm_tuned,
+           lambda meta: (rows if looped else triton.cdiv(rows, max(meta["TILE"] // block, 1)),),
+           x, w, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block, LOOPED=looped)
     return out
 
 
@@ -144,13 +138,13 @@ DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 def compile_specs(dtype: str):
     ty = triton_type(dtype)
-    ptrs = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "out_ptr": f"*{ty}"}
-    ints = {"n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+    sig = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32", "n_cols": "i32",
+           "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
     return [
-        CompileSpec(rms_norm_tile_tuned, {**ptrs, "n_rows": "i32", **ints}, {"BLOCK_COLS": 4096, "TILE": 4096},
-                    num_warps=8, label="cols=4096: one row per program, num_warps=8", divisible=DIVISIBLE),
-        CompileSpec(rms_norm_looped_tuned, {**ptrs, **ints}, {"BLOCK": 4096},
-                    num_warps=8, label="cols>8192: looped BLOCK=4096, num_warps=8", divisible=DIVISIBLE),
+        CompileSpec(rms_norm_tuned, sig, {"BLOCK_COLS": 4096, "TILE": 4096, "LOOPED": False}, num_warps=8,
+                    label="cols=4096: one row per program, num_warps=8", divisible=DIVISIBLE),
+        CompileSpec(rms_norm_tuned, sig, {"BLOCK_COLS": 32768, "TILE": 4096, "LOOPED": True}, num_warps=8,
+                    label="cols=32768: looped, chunk 4096, num_warps=8", divisible=DIVISIBLE),
     ]
 
 
@@ -189,6 +183,6 @@ FAMILY = register_family(
 FAMILY.add(Impl("rms_norm", "torch_naive", "torch", returns_new(rms_norm_naive)))
 FAMILY.add(Impl("rms_norm", "torch_fused", "torch", rms_norm_fused))
 FAMILY.add(Impl("rms_norm", "triton", "triton", rms_norm_triton,
-                triton_kernels=(rms_norm_tile_tuned, rms_norm_looped_tuned), compile_specs=compile_specs))
+                triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("rms_norm", "compiled", "compile", compiled(rms_norm_naive)))
 FAMILY.add(Impl("rms_norm", "cuda", "cuda", rms_norm_cuda, cuda_kernels=("rms_norm_block",)))

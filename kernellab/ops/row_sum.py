@@ -48,7 +48,8 @@ def triton_configs():
 def prune_configs(configs, named_args, **kwargs):
     """Drop configs whose tile holds more rows than there are (they only add masked rows)."""
     n_rows, cols_p2 = named_args["n_rows"], kwargs["COLS_P2"]
-    kept = [c for c in configs if max(c.kwargs["TILE"] // cols_p2, 1) <= max(triton.next_power_of_2(n_rows), 1)]
+    rows_p2 = triton.next_power_of_2(max(int(n_rows), 1))
+    kept = [c for c in configs if max(c.kwargs["TILE"] // cols_p2, 1) <= rows_p2]
     return kept or configs[:1]
 
 

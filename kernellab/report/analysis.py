@@ -18,8 +18,17 @@ from kernellab.report import fmt, plots
 from kernellab.report.fmt import gh_anchor, html_id
 from kernellab.report.ladder import LadderView, analyse_all
 from kernellab.report.load import Results, is_valid, shape_sort_key
-from kernellab.report.model import (BASELINE, annotate, ceiling, datasheet, flag_of, kernel_metric,
-                                    metric_label, pct_of_ceiling, value)
+from kernellab.report.model import (
+    BASELINE,
+    annotate,
+    ceiling,
+    datasheet,
+    flag_of,
+    kernel_metric,
+    metric_label,
+    pct_of_ceiling,
+    value,
+)
 from kernellab.report.tables import Table, kv_table
 from kernellab.stats import geomean
 
@@ -180,15 +189,14 @@ def _s(x) -> str:
     return fmt.text(x)
 
 
-def _num_cell(x, f=fmt.sig) -> str:
-    return f(x)
-
-
 # ------------------------------------------------------------------ overview
 def hardware_table(res: Results) -> Table:
     s = res.survey
-    rows = [("hardware (slug)", res.hardware), ("device", _s(s.get("device_name")) or fmt.NA),
-            ("kind", "CPU" if res.is_cpu else "GPU")]
+    rows = [
+        ("hardware (slug)", res.hardware),
+        ("device", _s(s.get("device_name")) or fmt.NA),
+        ("kind", "CPU" if res.is_cpu else "GPU"),
+    ]
     if s.get("sm_count") is not None:
         rows.append(("SMs", fmt.integer(s.get("sm_count"))))
     if s.get("l2_bytes") is not None:
@@ -220,8 +228,24 @@ def hardware_table(res: Results) -> Table:
 
 def environment_table(res: Results) -> Table:
     e = res.environment
-    keys = ["gpu_name", "sm_count", "driver", "cuda", "torch", "triton", "python", "snakemake", "git_commit",
-            "git_dirty", "config_hash", "run_id", "start", "end", "mode", "hardware"]
+    keys = [
+        "gpu_name",
+        "sm_count",
+        "driver",
+        "cuda",
+        "torch",
+        "triton",
+        "python",
+        "snakemake",
+        "git_commit",
+        "git_dirty",
+        "config_hash",
+        "run_id",
+        "start",
+        "end",
+        "mode",
+        "hardware",
+    ]
     rows = [(k, _s(e.get(k)) if e.get(k) not in (None, "") else fmt.NA) for k in keys]
     clocks = e.get("clocks_at_start") if isinstance(e.get("clocks_at_start"), dict) else {}
     for k in sorted(clocks):
@@ -252,33 +276,35 @@ def method(res: Results) -> list[str]:
     modes = sorted({r["mode"] for r in res.summary if r["mode"]})
     try:
         from kernellab.runtime import TOLERANCE
+
         tol = ", ".join(f"{k} {v:g}" for k, v in TOLERANCE.items())
     except ImportError:  # pragma: no cover - the package is always there
         tol = "per dtype"
     timer = "time.perf_counter_ns around each call" if res.is_cpu else "CUDA events around each call"
     graph = cfg.get("graph")
+    graph_txt = "on" if graph is True else "off" if graph is False else "(not recorded)"
     return [
-        f"Timing: {timer}. Statistics are over clean samples: median, p20–p80, mean, inter-quartile range and "
-        "relative standard deviation (stdrel, the noise column).",
-        f"Stopping rule: sampling stops once stdrel falls to {c('rel_std')} after at least {c('min_samples')} "
-        f"samples (the case is then converged), or when {c('max_samples')} samples or {c('budget_s', ' s')} "
-        f"are spent (not converged). Warm-up: {c('warmup_s', ' s')}.",
+        f"Timing: {timer}. Statistics are over clean samples: median, p20–p80, mean, "
+        "inter-quartile range and relative standard deviation (stdrel, the noise column).",
+        f"Stopping rule: sampling stops once stdrel falls to {c('rel_std')} after at least "
+        f"{c('min_samples')} samples (the case is then converged), or when {c('max_samples')} samples "
+        f"or {c('budget_s', ' s')} are spent (not converged). Warm-up: {c('warmup_s', ' s')}.",
         f"L2 flush: timing mode(s) in this run: {', '.join(modes) or '(not recorded)'}; configured: "
-        f"{c('mode')}. In cold mode a buffer twice the size of the L2 (the last-level cache on a CPU) is "
-        "written before every sample, outside the timed region, so inputs come from memory; warm mode does "
-        "not flush.",
-        f"CUDA-graph replay: {'on' if graph is True else 'off' if graph is False else '(not recorded)'}; kernels "
-        f"shorter than {c('graph_max_us', ' µs')} are also captured into a CUDA graph and replayed; graph_us is "
-        "the replay median, without launch overhead. Throttling: batches during which NVML reported thermal or "
-        "power throttling are discarded and counted (throttled samples).",
-        "Correctness: every implementation is compared with a float64 reference on several seeds; the relative "
-        f"norm error ||out − ref|| / ||ref|| must stay within the dtype's tolerance ({tol}). Rows whose status "
-        "is not ok, or whose check failed, are flagged ⚠, never chosen as best, and left out of speedups, "
-        "geomeans, plots and the roofline.",
-        "Peaks: % of peak is against this machine's measured ceilings (copy bandwidth for memory-bound kernels, "
-        "the measured matmul rate of the dtype for matmul families), not the datasheet; datasheet values are "
-        "drawn for reference. Speedups are torch_fused's median over the implementation's median in the same "
-        "case (kernel, shape, dtype, parameters, mode).",
+        f"{c('mode')}. In cold mode a buffer twice the size of the L2 (the last-level cache on a CPU) "
+        "is written before every sample, outside the timed region, so inputs come from memory; warm "
+        "mode does not flush.",
+        f"CUDA-graph replay (GPU only): {graph_txt}; kernels shorter than {c('graph_max_us', ' µs')} "
+        "are also captured into a CUDA graph and replayed; graph_us is the replay median, without "
+        "launch overhead. Throttling: batches during which NVML reported thermal or power throttling "
+        "are discarded and counted (throttled samples).",
+        "Correctness: every implementation is compared with a float64 reference on several seeds; "
+        "the relative norm error ||out − ref|| / ||ref|| must stay within the dtype's tolerance "
+        f"({tol}). Rows whose status is not ok, or whose check failed, are flagged ⚠, never chosen "
+        "as best, and left out of speedups, geomeans, plots and the roofline.",
+        "Peaks: % of peak is against this machine's measured ceilings (copy bandwidth for "
+        "memory-bound kernels, the measured matmul rate of the dtype for matmul families), not the "
+        "datasheet; datasheet values are drawn for reference. Speedups are torch_fused's median over "
+        "the implementation's median in the same case (kernel, shape, dtype, parameters, mode).",
     ]
 
 
@@ -292,7 +318,9 @@ def failures_table(res: Results) -> Table:
             if status == "incorrect" and not reason:
                 reason = "correctness check failed"
             groups.setdefault((r["kernel"], r["impl_key"], status, reason), []).append(r)
-    t = Table(["kernel", "impl_key", "status", "cases", "which", "reason"], numeric=[False, False, False, True])
+    t = Table(
+        ["kernel", "impl_key", "status", "cases", "which", "reason"], numeric=[False, False, False, True]
+    )
     for (kernel, key, status, reason), rows in sorted(groups.items()):
         rows = sorted(rows, key=lambda r: (r["dtype"], shape_sort_key(r["shape"], r["numel"])))
         which = [f"{r['dtype']} {r['shape']}{(' ' + r['params']) if r['params'] else ''}" for r in rows]
@@ -302,9 +330,20 @@ def failures_table(res: Results) -> Table:
 
 
 def summary_table(res: Results, metrics: dict[str, str]) -> Table:
-    t = Table(["kernel", "case", "shape", "best implementation", "median µs", "GB/s or TFLOP/s",
-               "% of measured peak", "speedup over torch_fused", "note"],
-              numeric=[False, False, False, False, True, True, True, True, False])
+    t = Table(
+        [
+            "kernel",
+            "case",
+            "shape",
+            "best implementation",
+            "median µs",
+            "GB/s or TFLOP/s",
+            "% of measured peak",
+            "speedup over torch_fused",
+            "note",
+        ],
+        numeric=[False, False, False, False, True, True, True, True, False],
+    )
     for kernel in sorted({r["kernel"] for r in res.summary}):
         rows = [r for r in res.summary if r["kernel"] == kernel]
         metric = metrics[kernel]
@@ -315,22 +354,47 @@ def summary_table(res: Results, metrics: dict[str, str]) -> Table:
             valid = [r for r in prow if r["valid"]]
             largest_any = max(prow, key=lambda r: shape_sort_key(r["shape"], r["numel"]))["shape"]
             if not valid:
-                t.add([kernel, label, largest_any, "⚠ no correct implementation", fmt.NA, fmt.NA, fmt.NA, fmt.NA,
-                       "every row failed or is unavailable"], "bad")
+                t.add(
+                    [
+                        kernel,
+                        label,
+                        largest_any,
+                        "⚠ no correct implementation",
+                        fmt.NA,
+                        fmt.NA,
+                        fmt.NA,
+                        fmt.NA,
+                        "every row failed or is unavailable",
+                    ],
+                    "bad",
+                )
                 continue
             shape = max(valid, key=lambda r: shape_sort_key(r["shape"], r["numel"]))["shape"]
             best = [r for r in valid if r["shape"] == shape and r["best"]]
             b = best[0]
             note = "" if shape == largest_any else f"largest shape {largest_any} has no correct result"
-            t.add([kernel, label, shape, b["impl_key"], fmt.us(b["median_us"]),
-                   f"{fmt.throughput(value(b, metric), metric)} {metric_label(metric)}",
-                   fmt.pct(pct_of_ceiling(b, metric, res.survey)), fmt.ratio(b["speedup"]), note], "best")
+            t.add(
+                [
+                    kernel,
+                    label,
+                    shape,
+                    b["impl_key"],
+                    fmt.us(b["median_us"]),
+                    f"{fmt.throughput(value(b, metric), metric)} {metric_label(metric)}",
+                    fmt.pct(pct_of_ceiling(b, metric, res.survey)),
+                    fmt.ratio(b["speedup"]),
+                    note,
+                ],
+                "best",
+            )
     return t
 
 
 def geomean_table(res: Results) -> Table:
-    t = Table(["kernel", "impl_key", "cases", "geomean speedup", "min", "max", "cases left out"],
-              numeric=[False, False, True, True, True, True, True])
+    t = Table(
+        ["kernel", "impl_key", "cases", "geomean speedup", "min", "max", "cases left out"],
+        numeric=[False, False, True, True, True, True, True],
+    )
     keys = sorted({(r["kernel"], r["impl_key"]) for r in res.summary})
     for kernel, key in keys:
         if key == BASELINE:
@@ -339,8 +403,18 @@ def geomean_table(res: Results) -> Table:
         sp = [r["speedup"] for r in rows if math.isfinite(r["speedup"])]
         left = len(rows) - len(sp)
         if sp:
-            t.add([kernel, key, str(len(sp)), fmt.ratio(geomean(sp)), fmt.ratio(min(sp)), fmt.ratio(max(sp)),
-                   str(left)], "" if geomean(sp) <= 1 else "good")
+            t.add(
+                [
+                    kernel,
+                    key,
+                    str(len(sp)),
+                    fmt.ratio(geomean(sp)),
+                    fmt.ratio(min(sp)),
+                    fmt.ratio(max(sp)),
+                    str(left),
+                ],
+                "" if geomean(sp) <= 1 else "good",
+            )
         else:
             t.add([kernel, key, "0", fmt.NA, fmt.NA, fmt.NA, str(left)], "warn")
     return t
@@ -349,39 +423,126 @@ def geomean_table(res: Results) -> Table:
 # ------------------------------------------------------------------ per kernel
 def cases_table(res: Results, kernel: str, metric: str) -> Table:
     unit = metric_label(metric)
-    t = Table(["mark", "impl_key", "dtype", "shape", "params", "mode", "median µs", "p20–p80 µs", unit,
-               "% of peak", "speedup", "stdrel", "n", "converged", "SM MHz", "graph µs", "throttled",
-               "rel err", "check", "status", "reason"],
-              numeric=[False, False, False, False, False, False, True, True, True, True, True, True, True,
-                       False, True, True, True, True, False, False, False])
+    t = Table(
+        [
+            "mark",
+            "impl_key",
+            "dtype",
+            "shape",
+            "params",
+            "mode",
+            "median µs",
+            "p20–p80 µs",
+            unit,
+            "% of peak",
+            "speedup",
+            "stdrel",
+            "n",
+            "converged",
+            "SM MHz",
+            "graph µs",
+            "throttled",
+            "rel err",
+            "check",
+            "status",
+            "reason",
+        ],
+        numeric=[
+            False,
+            False,
+            False,
+            False,
+            False,
+            False,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            False,
+            True,
+            True,
+            True,
+            True,
+            False,
+            False,
+            False,
+        ],
+    )
     rows = [r for r in res.summary if r["kernel"] == kernel]
-    rows.sort(key=lambda r: (r["dtype"], r["params"], r["mode"], shape_sort_key(r["shape"], r["numel"]),
-                             r["impl_key"]))
+    rows.sort(
+        key=lambda r: (
+            r["dtype"],
+            r["params"],
+            r["mode"],
+            shape_sort_key(r["shape"], r["numel"]),
+            r["impl_key"],
+        )
+    )
     for r in rows:
         flag, mark = flag_of(r)
-        spread = (f"{fmt.us(r['p20_us'])}–{fmt.us(r['p80_us'])}"
-                  if math.isfinite(r["p20_us"]) and math.isfinite(r["p80_us"]) else fmt.NA)
-        t.add([mark, r["impl_key"], r["dtype"], r["shape"], r["params"], r["mode"], fmt.us(r["median_us"]),
-               spread, fmt.throughput(value(r, metric), metric), fmt.pct(pct_of_ceiling(r, metric, res.survey)),
-               fmt.ratio(r["speedup"]), fmt.pct(100 * r["stdrel"], 2), fmt.integer(r["n_samples"]),
-               fmt.yes_no(r["converged"]), fmt.integer(r["sm_clock_mhz"]), fmt.us(r["graph_us"]),
-               fmt.integer(r["throttled_samples"]), fmt.sci(r["max_rel_err"]), r["check_status"] or fmt.NA,
-               r["status"], r["reason"]], flag)
+        spread = (
+            f"{fmt.us(r['p20_us'])}–{fmt.us(r['p80_us'])}"
+            if math.isfinite(r["p20_us"]) and math.isfinite(r["p80_us"])
+            else fmt.NA
+        )
+        t.add(
+            [
+                mark,
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                r["params"],
+                r["mode"],
+                fmt.us(r["median_us"]),
+                spread,
+                fmt.throughput(value(r, metric), metric),
+                fmt.pct(pct_of_ceiling(r, metric, res.survey)),
+                fmt.ratio(r["speedup"]),
+                fmt.pct(100 * r["stdrel"], 2),
+                fmt.integer(r["n_samples"]),
+                fmt.yes_no(r["converged"]),
+                fmt.integer(r["sm_clock_mhz"]),
+                fmt.us(r["graph_us"]),
+                fmt.integer(r["throttled_samples"]),
+                fmt.sci(r["max_rel_err"]),
+                r["check_status"] or fmt.NA,
+                r["status"],
+                r["reason"],
+            ],
+            flag,
+        )
     return t
 
 
 def correctness_table(res: Results, kernel: str) -> tuple[Table, str]:
     checks = res.checks.get(kernel, [])
-    t = Table(["mark", "impl_key", "dtype", "shape", "params", "seeds", "worst rel err", "worst max abs",
-               "tolerance", "status", "reason"],
-              numeric=[False, False, False, False, False, True, True, True, True, False, False])
+    t = Table(
+        [
+            "mark",
+            "impl_key",
+            "dtype",
+            "shape",
+            "params",
+            "seeds",
+            "worst rel err",
+            "worst max abs",
+            "tolerance",
+            "status",
+            "reason",
+        ],
+        numeric=[False, False, False, False, False, True, True, True, True, False, False],
+    )
     if checks:
         groups: dict[tuple, list[dict]] = {}
         for c in checks:
             groups.setdefault((c["impl_key"], c["dtype"], c["shape"], c.get("params", "")), []).append(c)
         order = {"failed": 0, "error": 1, "timeout": 2, "oom": 3, "unavailable": 4, "ok": 6}
         for (key, dtype, shape, params), cs in sorted(
-                groups.items(), key=lambda kv: (kv[0][1], kv[0][3], shape_sort_key(kv[0][2]), kv[0][0])):
+            groups.items(), key=lambda kv: (kv[0][1], kv[0][3], shape_sort_key(kv[0][2]), kv[0][0])
+        ):
             statuses = sorted({c["status"] or "unknown" for c in cs}, key=lambda s: (order.get(s, 5), s))
             status = statuses[0]
             rel = [c["rel_err"] for c in cs if math.isfinite(c["rel_err"])]
@@ -389,10 +550,22 @@ def correctness_table(res: Results, kernel: str) -> tuple[Table, str]:
             tols = sorted({c["tol"] for c in cs if math.isfinite(c["tol"])})
             reasons = sorted({c["reason"] for c in cs if c["reason"]})
             bad = status not in ("ok", "unavailable")
-            t.add(["⚠" if bad else "✓" if status == "ok" else "", key, dtype, shape, params, str(len(cs)),
-                   fmt.sci(max(rel)) if rel else fmt.NA, fmt.sci(max(mab)) if mab else fmt.NA,
-                   ", ".join(fmt.sci(x) for x in tols) or fmt.NA, status, "; ".join(reasons)],
-                  "bad" if bad else "")
+            t.add(
+                [
+                    "⚠" if bad else "✓" if status == "ok" else "",
+                    key,
+                    dtype,
+                    shape,
+                    params,
+                    str(len(cs)),
+                    fmt.sci(max(rel)) if rel else fmt.NA,
+                    fmt.sci(max(mab)) if mab else fmt.NA,
+                    ", ".join(fmt.sci(x) for x in tols) or fmt.NA,
+                    status,
+                    "; ".join(reasons),
+                ],
+                "bad" if bad else "",
+            )
         return t, f"check/{kernel}.csv"
     rows = [r for r in res.summary if r["kernel"] == kernel]
     rows.sort(key=lambda r: (r["dtype"], r["params"], shape_sort_key(r["shape"], r["numel"]), r["impl_key"]))
@@ -403,54 +576,144 @@ def correctness_table(res: Results, kernel: str) -> tuple[Table, str]:
             continue
         seen.add(k)
         bad = r["check_status"] == "failed"
-        t.add(["⚠" if bad else "✓" if r["check_status"] == "ok" else "", r["impl_key"], r["dtype"], r["shape"],
-               r["params"], fmt.NA, fmt.sci(r["max_rel_err"]), fmt.sci(r["max_abs_err"]), fmt.NA,
-               r["check_status"] or fmt.NA, r["reason"] if bad else ""], "bad" if bad else "")
+        t.add(
+            [
+                "⚠" if bad else "✓" if r["check_status"] == "ok" else "",
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                r["params"],
+                fmt.NA,
+                fmt.sci(r["max_rel_err"]),
+                fmt.sci(r["max_abs_err"]),
+                fmt.NA,
+                r["check_status"] or fmt.NA,
+                r["reason"] if bad else "",
+            ],
+            "bad" if bad else "",
+        )
     return t, "summary.csv (max_rel_err, check_status)"
 
 
 def profile_table(res: Results, kernel: str) -> Table:
-    t = Table(["impl_key", "dtype", "shape", "rank", "device kernel", "calls", "CPU µs", "device µs", "% of time"],
-              numeric=[False, False, False, True, False, True, True, True, True])
-    rows = sorted(res.profiles.get(kernel, []),
-                  key=lambda r: (r["impl_key"], r["dtype"], shape_sort_key(r["shape"]),
-                                 r["rank"] if math.isfinite(r["rank"]) else math.inf, r["name"]))
+    t = Table(
+        ["impl_key", "dtype", "shape", "rank", "device kernel", "calls", "CPU µs", "device µs", "% of time"],
+        numeric=[False, False, False, True, False, True, True, True, True],
+    )
+    rows = sorted(
+        res.profiles.get(kernel, []),
+        key=lambda r: (
+            r["impl_key"],
+            r["dtype"],
+            shape_sort_key(r["shape"]),
+            r["rank"] if math.isfinite(r["rank"]) else math.inf,
+            r["name"],
+        ),
+    )
     for r in rows:
         if math.isfinite(r["rank"]) and r["rank"] > 10:
             continue
-        t.add([r["impl_key"], r["dtype"], r["shape"], fmt.integer(r["rank"]), r["name"], fmt.integer(r["calls"]),
-               fmt.us(r["cpu_time_us"]), fmt.us(r["device_time_us"]), fmt.pct(r["pct"])])
+        t.add(
+            [
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                fmt.integer(r["rank"]),
+                r["name"],
+                fmt.integer(r["calls"]),
+                fmt.us(r["cpu_time_us"]),
+                fmt.us(r["device_time_us"]),
+                fmt.pct(r["pct"]),
+            ]
+        )
     return t
 
 
 def autotune_tables(res: Results, kernel: str) -> tuple[Table, Table]:
     rows = res.autotune.get(kernel, [])
-    win = Table(["impl_key", "Triton kernel", "dtype", "shape", "winning config", "median µs", "configs timed",
-                 "failed", "slowest / winner"], numeric=[False, False, False, False, False, True, True, True, True])
-    full = Table(["impl_key", "Triton kernel", "dtype", "shape", "config", "median µs", "× winner", "status",
-                  "winner"], numeric=[False, False, False, False, False, True, True, False, False])
+    win = Table(
+        [
+            "impl_key",
+            "Triton kernel",
+            "dtype",
+            "shape",
+            "winning config",
+            "median µs",
+            "configs timed",
+            "failed",
+            "slowest / winner",
+        ],
+        numeric=[False, False, False, False, False, True, True, True, True],
+    )
+    full = Table(
+        [
+            "impl_key",
+            "Triton kernel",
+            "dtype",
+            "shape",
+            "config",
+            "median µs",
+            "× winner",
+            "status",
+            "winner",
+        ],
+        numeric=[False, False, False, False, False, True, True, False, False],
+    )
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["impl_key"], r["triton_kernel"], r["dtype"], r["shape"]), []).append(r)
-    for (key, tk, dtype, shape), rs in sorted(groups.items(),
-                                             key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], shape_sort_key(kv[0][3]))):
-        ok = [r for r in rs if r["status"] in ("ok", "") and math.isfinite(r["median_us"]) and r["median_us"] > 0]
+    for (key, tk, dtype, shape), rs in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], shape_sort_key(kv[0][3]))
+    ):
+        ok = [
+            r
+            for r in rs
+            if r["status"] in ("ok", "") and math.isfinite(r["median_us"]) and r["median_us"] > 0
+        ]
+        ok_ids = {id(r) for r in ok}
         marked = [r for r in ok if r["is_best"]]
         winner = min(marked or ok, key=lambda r: (r["median_us"], r["config"]), default=None)
         if winner is None:
-            win.add([key, tk, dtype, shape, "⚠ no config ran", fmt.NA, str(len(rs)), str(len(rs)), fmt.NA], "bad")
+            win.add(
+                [key, tk, dtype, shape, "⚠ no config ran", fmt.NA, str(len(rs)), str(len(rs)), fmt.NA], "bad"
+            )
         else:
             slow = max(r["median_us"] for r in ok)
-            win.add([key, tk, dtype, shape, winner["config"], fmt.us(winner["median_us"]), str(len(rs)),
-                     str(len(rs) - len(ok)), fmt.ratio(slow / winner["median_us"])], "best")
-        for r in sorted(rs, key=lambda r: (r["median_us"] if math.isfinite(r["median_us"]) else math.inf,
-                                           r["config"])):
+            win.add(
+                [
+                    key,
+                    tk,
+                    dtype,
+                    shape,
+                    winner["config"],
+                    fmt.us(winner["median_us"]),
+                    str(len(rs)),
+                    str(len(rs) - len(ok)),
+                    fmt.ratio(slow / winner["median_us"]),
+                ],
+                "best",
+            )
+        for r in sorted(
+            rs, key=lambda r: (r["median_us"] if math.isfinite(r["median_us"]) else math.inf, r["config"])
+        ):
             is_w = winner is not None and r is winner
             rel = r["median_us"] / winner["median_us"] if winner is not None else math.nan
-            bad = r not in ok
+            bad = id(r) not in ok_ids
             t_flag = "best" if is_w else ("bad" if bad else "")
-            full.add([key, tk, dtype, shape, r["config"], fmt.us(r["median_us"]), fmt.ratio(rel),
-                      ("⚠ " if bad else "") + (r["status"] or fmt.NA), "★" if is_w else ""], t_flag)
+            full.add(
+                [
+                    key,
+                    tk,
+                    dtype,
+                    shape,
+                    r["config"],
+                    fmt.us(r["median_us"]),
+                    fmt.ratio(rel),
+                    ("⚠ " if bad else "") + (r["status"] or fmt.NA),
+                    "★" if is_w else "",
+                ],
+                t_flag,
+            )
     return win, full
 
 
@@ -480,8 +743,9 @@ def excerpt_lines(text: str, limit: int = PTX_LINES) -> tuple[list[dict], dict[s
         if matched:
             hits.append(i)
     hit_set = set(hits)
-    entry = next((i for i, ln in enumerate(lines) if ".entry" in ln or ln.lstrip().startswith("Function :")),
-                 None)
+    entry = next(
+        (i for i, ln in enumerate(lines) if ".entry" in ln or ln.lstrip().startswith("Function :")), None
+    )
     chosen: set[int] = set() if entry is None else {entry}
     if hits:
         for i in hits:  # every highlighted line first, then growing context around them
@@ -566,29 +830,83 @@ def assign_resources(res: Results) -> tuple[dict[str, list[dict]], list[dict]]:
 
 
 def resources_table(rows: list[dict]) -> Table:
-    t = Table(["file", "CUDA kernel", "registers", "spill stores B", "spill loads B", "stack frame B", "smem B",
-               "cmem B"], numeric=[False, False, True, True, True, True, True, True])
+    t = Table(
+        [
+            "file",
+            "CUDA kernel",
+            "registers",
+            "spill stores B",
+            "spill loads B",
+            "stack frame B",
+            "smem B",
+            "cmem B",
+        ],
+        numeric=[False, False, True, True, True, True, True, True],
+    )
     for r in rows:
         spills = (r["spill_stores_bytes"] if math.isfinite(r["spill_stores_bytes"]) else 0) + (
-            r["spill_loads_bytes"] if math.isfinite(r["spill_loads_bytes"]) else 0)
-        t.add([r["file"], r["kernel"], fmt.integer(r["registers"]), fmt.integer(r["spill_stores_bytes"]),
-               fmt.integer(r["spill_loads_bytes"]), fmt.integer(r["stack_frame_bytes"]),
-               fmt.integer(r["smem_bytes"]), fmt.integer(r["cmem_bytes"])], "warn" if spills > 0 else "")
+            r["spill_loads_bytes"] if math.isfinite(r["spill_loads_bytes"]) else 0
+        )
+        t.add(
+            [
+                r["file"],
+                r["kernel"],
+                fmt.integer(r["registers"]),
+                fmt.integer(r["spill_stores_bytes"]),
+                fmt.integer(r["spill_loads_bytes"]),
+                fmt.integer(r["stack_frame_bytes"]),
+                fmt.integer(r["smem_bytes"]),
+                fmt.integer(r["cmem_bytes"]),
+            ],
+            "warn" if spills > 0 else "",
+        )
     return t
 
 
 def ncu_table(res: Results, kernel: str) -> Table:
-    t = Table(["impl_key", "dtype", "shape", "status", "duration µs", "DRAM %", "SM %", "occupancy %", "registers",
-               "smem/block", "L1 hit %", "L2 hit %", "top stalls", "reason"],
-              numeric=[False, False, False, False, True, True, True, True, True, True, True, True, False, False])
-    rows = sorted(res.ncu.get(kernel, []), key=lambda r: (r["impl_key"], r["dtype"], shape_sort_key(r["shape"])))
+    t = Table(
+        [
+            "impl_key",
+            "dtype",
+            "shape",
+            "status",
+            "duration µs",
+            "DRAM %",
+            "SM %",
+            "occupancy %",
+            "registers",
+            "smem/block",
+            "L1 hit %",
+            "L2 hit %",
+            "top stalls",
+            "reason",
+        ],
+        numeric=[False, False, False, False, True, True, True, True, True, True, True, True, False, False],
+    )
+    rows = sorted(
+        res.ncu.get(kernel, []), key=lambda r: (r["impl_key"], r["dtype"], shape_sort_key(r["shape"]))
+    )
     for r in rows:
         bad = r["status"] not in ("ok", "")
-        t.add([r["impl_key"], r["dtype"], r["shape"], ("⚠ " if bad else "") + (r["status"] or "ok"),
-               fmt.us(r["duration_us"]), fmt.num(r["dram_pct"]), fmt.num(r["sm_pct"]),
-               fmt.num(r["achieved_occupancy"]), fmt.integer(r["registers"]), fmt.integer(r["smem_per_block"]),
-               fmt.num(r["l1_hit_pct"]), fmt.num(r["l2_hit_pct"]), r["top_stalls"], r["reason"]],
-              "bad" if bad else "")
+        t.add(
+            [
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                ("⚠ " if bad else "") + (r["status"] or "ok"),
+                fmt.us(r["duration_us"]),
+                fmt.num(r["dram_pct"]),
+                fmt.num(r["sm_pct"]),
+                fmt.num(r["achieved_occupancy"]),
+                fmt.integer(r["registers"]),
+                fmt.integer(r["smem_per_block"]),
+                fmt.num(r["l1_hit_pct"]),
+                fmt.num(r["l2_hit_pct"]),
+                r["top_stalls"],
+                r["reason"],
+            ],
+            "bad" if bad else "",
+        )
     return t
 
 
@@ -604,13 +922,16 @@ def kernel_images(res: Results, kernel: str, metric: str) -> list[Image]:
     out = []
     stem = html_id(kernel)
     unit = metric_label(metric)
-    for kind, alt in (("latency", "median time per call vs number of elements, log-log"),
-                      ("throughput", f"achieved {unit} vs number of elements, with the measured ceiling"),
-                      ("speedup", "speedup over torch_fused vs number of elements")):
+    for kind, alt in (
+        ("latency", "median time per call vs number of elements, log-log"),
+        ("throughput", f"achieved {unit} vs number of elements, with the measured ceiling"),
+        ("speedup", "speedup over torch_fused vs number of elements"),
+    ):
         data = plots.kernel_figure(kind, kernel, panels, metric, ceilings, keys)
         if data:
-            out.append(Image(name=f"{stem}_{kind}", alt=f"{kernel}: {alt}", caption=f"{kernel}: {alt}.",
-                             data=data))
+            out.append(
+                Image(name=f"{stem}_{kind}", alt=f"{kernel}: {alt}", caption=f"{kernel}: {alt}.", data=data)
+            )
     return out
 
 
@@ -626,22 +947,35 @@ def roofline_image(res: Results) -> tuple[Image | None, str]:
         if fl <= 0:
             zero += 1
             continue
-        points.append({"kernel": r["kernel"], "dtype": r["dtype"], "intensity": fl / by,
-                       "flops_per_s": fl / (r["median_us"] * 1e-6)})
+        points.append(
+            {
+                "kernel": r["kernel"],
+                "dtype": r["dtype"],
+                "intensity": fl / by,
+                "flops_per_s": fl / (r["median_us"] * 1e-6),
+            }
+        )
     data = plots.roofline(points, res.survey, res.hardware)
     note = f"{len(points)} correct cases drawn."
     if zero:
         note += f" {zero} case(s) with zero FLOPs cannot be drawn on a log axis."
     if data is None:
         return None, "No case with FLOPs, bytes and a time to draw."
-    return Image(name="roofline", alt=f"roofline of {res.hardware}", caption=f"Roofline: {res.hardware}. " + note,
-                 data=data), note
+    return Image(
+        name="roofline",
+        alt=f"roofline of {res.hardware}",
+        caption=f"Roofline: {res.hardware}. " + note,
+        data=data,
+    ), note
 
 
 def _pick_pair(a_rows: list[dict], b_rows: list[dict]) -> tuple[dict, dict]:
     common = sorted({r["mode"] for r in a_rows} & {r["mode"] for r in b_rows})
     if common:
-        return (next(r for r in a_rows if r["mode"] == common[0]), next(r for r in b_rows if r["mode"] == common[0]))
+        return (
+            next(r for r in a_rows if r["mode"] == common[0]),
+            next(r for r in b_rows if r["mode"] == common[0]),
+        )
     return a_rows[0], b_rows[0]
 
 
@@ -655,56 +989,133 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
         out: dict[tuple, list[dict]] = {}
         for r in rs:
             if r["valid"]:
-                out.setdefault((r["kernel"], r["impl_key"], r["dtype"], r["shape"], r["params"]), []).append(r)
+                out.setdefault((r["kernel"], r["impl_key"], r["dtype"], r["shape"], r["params"]), []).append(
+                    r
+                )
         for v in out.values():
             v.sort(key=lambda r: r["mode"])
         return out
 
     a, b = index(res.summary), index(other.summary)
     keys = sorted(set(a) & set(b), key=lambda k: (k[0], k[2], k[4], shape_sort_key(k[3]), k[1]))
-    t = Table(["kernel", "impl_key", "dtype", "shape", "params", "mode", f"{res.hardware} µs",
-               f"{other.hardware} µs", f"ratio {other.hardware} / {res.hardware}"],
-              numeric=[False, False, False, False, False, False, True, True, True])
+    t = Table(
+        [
+            "kernel",
+            "impl_key",
+            "dtype",
+            "shape",
+            "params",
+            "mode",
+            f"{res.hardware} µs",
+            f"{other.hardware} µs",
+            f"time ratio {other.hardware} / {res.hardware}",
+            "faster on",
+        ],
+        numeric=[False, False, False, False, False, False, True, True, True, False],
+    )
     pairs = []
     for k in keys:
         ra, rb = _pick_pair(a[k], b[k])
         ratio = rb["median_us"] / ra["median_us"]
         mode = ra["mode"] if ra["mode"] == rb["mode"] else f"{ra['mode']} / {rb['mode']}"
-        t.add([k[0], k[1], k[2], k[3], k[4], mode, fmt.us(ra["median_us"]), fmt.us(rb["median_us"]),
-               fmt.ratio(ratio)])
+        faster = (
+            f"{res.hardware} by {fmt.ratio(ratio)}"
+            if ratio > 1
+            else f"{other.hardware} by {fmt.ratio(1 / ratio)}"
+            if ratio < 1
+            else "same"
+        )
+        t.add(
+            [
+                k[0],
+                k[1],
+                k[2],
+                k[3],
+                k[4],
+                mode,
+                fmt.us(ra["median_us"]),
+                fmt.us(rb["median_us"]),
+                fmt.ratio(ratio),
+                faster,
+            ]
+        )
         pairs.append({"kernel": k[0], "a_us": ra["median_us"], "b_us": rb["median_us"], "ratio": ratio})
     cv.table = t
-    bk = Table(["kernel", "common cases", f"geomean {other.hardware} / {res.hardware}", "min", "max"],
-               numeric=[False, True, True, True, True])
+    bk = Table(
+        ["kernel", "common cases", f"geomean {other.hardware} / {res.hardware}", "min", "max"],
+        numeric=[False, True, True, True, True],
+    )
     for kernel in sorted({p["kernel"] for p in pairs}):
         rs = [p["ratio"] for p in pairs if p["kernel"] == kernel]
         bk.add([kernel, str(len(rs)), fmt.ratio(geomean(rs)), fmt.ratio(min(rs)), fmt.ratio(max(rs))])
     cv.by_kernel = bk
     data = plots.comparison(pairs, res.hardware, other.hardware)
     if data:
-        cv.image = Image(name=f"compare_{html_id(other.hardware)}", alt=f"median times, {res.hardware} vs "
-                         f"{other.hardware}", caption=f"Median time of each common case: {res.hardware} (x) "
-                         f"against {other.hardware} (y).", data=data)
+        cv.image = Image(
+            name=f"compare_{html_id(other.hardware)}",
+            alt=f"median times, {res.hardware} vs {other.hardware}",
+            caption=f"Median time of each common case: {res.hardware} (x) against {other.hardware} (y).",
+            data=data,
+        )
     if not pairs:
         cv.note = "No case was measured correctly on both."
     else:
-        cv.note = (f"{len(pairs)} common case(s), correct on both. A ratio above 1× means {res.hardware} is "
-                   "faster. Modes are matched when both ran the same one.")
+        cv.note = (
+            f"{len(pairs)} common case(s), correct on both. A ratio above 1× means {res.hardware} is "
+            "faster. Modes are matched when both ran the same one."
+        )
     return cv
 
 
 def compare_verdicts(res: Results) -> Table:
-    t = Table(["file", "a", "b", "kernel", "impl_key", "dtype", "shape", "params", "median a µs", "median b µs",
-               "change", "verdict"], numeric=[False] * 8 + [True, True, True, False])
+    t = Table(
+        [
+            "file",
+            "a",
+            "b",
+            "kernel",
+            "impl_key",
+            "dtype",
+            "shape",
+            "params",
+            "median a µs",
+            "median b µs",
+            "change",
+            "verdict",
+        ],
+        numeric=[False] * 8 + [True, True, True, False],
+    )
     flags = {"SLOWER": "bad", "FASTER": "good", "AMBIGUOUS": "warn"}
-    rows = sorted(res.compare, key=lambda r: (r["file"], r["kernel"], r["impl_key"], r["dtype"],
-                                              shape_sort_key(r["shape"]), r["params"]))
+    rows = sorted(
+        res.compare,
+        key=lambda r: (
+            r["file"],
+            r["kernel"],
+            r["impl_key"],
+            r["dtype"],
+            shape_sort_key(r["shape"]),
+            r["params"],
+        ),
+    )
     for r in rows:
         v = r["verdict"].upper()
-        t.add([r["file"], r["a"], r["b"], r["kernel"], r["impl_key"], r["dtype"], r["shape"], r["params"],
-               fmt.us(r["median_a_us"]), fmt.us(r["median_b_us"]),
-               f"{100 * r['change']:+.1f}%" if math.isfinite(r["change"]) else fmt.NA,
-               ("⚠ " if v == "SLOWER" else "") + (r["verdict"] or fmt.NA)], flags.get(v, ""))
+        t.add(
+            [
+                r["file"],
+                r["a"],
+                r["b"],
+                r["kernel"],
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                r["params"],
+                fmt.us(r["median_a_us"]),
+                fmt.us(r["median_b_us"]),
+                f"{100 * r['change']:+.1f}%" if math.isfinite(r["change"]) else fmt.NA,
+                ("⚠ " if v == "SLOWER" else "") + (r["verdict"] or fmt.NA),
+            ],
+            flags.get(v, ""),
+        )
     return t
 
 
@@ -726,8 +1137,11 @@ def build(res: Results, others: list[Results]) -> View:
             kv.plot_note = "No correct measurement to plot."
         kv.cases = cases_table(res, k, m)
         kv.correctness, kv.correctness_source = correctness_table(res, k)
-        kv.correctness_failed = Table(kv.correctness.columns, kv.correctness.numeric,
-                                      [r for r in kv.correctness.rows if r.flag == "bad"])
+        kv.correctness_failed = Table(
+            kv.correctness.columns,
+            kv.correctness.numeric,
+            [r for r in kv.correctness.rows if r.flag == "bad"],
+        )
         kv.profile = profile_table(res, k)
         kv.autotune_winners, kv.autotune_all = autotune_tables(res, k)
         kv.ptx = ptx_views(res, k)
@@ -736,30 +1150,56 @@ def build(res: Results, others: list[Results]) -> View:
         kv.ladders = [lv for lv in ladders if lv.kernel == k]
         kviews.append(kv)
     if res_rest:
-        extra = KernelView(name="other CUDA kernels", id="kernel-unassigned", metric="gbps", metric_label="GB/s",
-                           title="Other CUDA kernels (no listed family)")
+        extra = KernelView(
+            name="other CUDA kernels",
+            id="kernel-unassigned",
+            metric="gbps",
+            metric_label="GB/s",
+            title="Other CUDA kernels (no listed family)",
+        )
         extra.resources = resources_table(res_rest)
         kviews.append(extra)
     roof, roof_note = roofline_image(res)
     env = res.environment
     config = env.get("config")
     try:
-        config_yaml = yaml.safe_dump(config, sort_keys=True, default_flow_style=False, allow_unicode=True,
-                                     width=100) if config is not None else ""
+        config_yaml = (
+            yaml.safe_dump(config, sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
+            if config is not None
+            else ""
+        )
     except yaml.YAMLError:
         config_yaml = repr(config)
-    versions = kv_table([(k, _s(env.get(k)) or fmt.NA) for k in ("python", "torch", "triton", "cuda", "driver",
-                                                                 "snakemake")], "software", "version")
+    versions = kv_table(
+        [(k, _s(env.get(k)) or fmt.NA) for k in ("python", "torch", "triton", "cuda", "driver", "snakemake")],
+        "software",
+        "version",
+    )
     git = _s(env.get("git_commit")) or fmt.NA
     if fmt.to_bool(env.get("git_dirty")):
         git += " (working tree had uncommitted changes)"
     return View(
-        hardware=res.hardware, device_name=_s(res.survey.get("device_name")) or _s(env.get("gpu_name")),
-        is_cpu=res.is_cpu, warnings=list(res.warnings), hardware_table=hardware_table(res),
-        environment_table=environment_table(res), method=method(res), failures=failures_table(res),
-        summary=summary_table(res, metrics), geomean=geomean_table(res), roofline=roof, roofline_note=roof_note,
-        kernels=kviews, comparisons=[comparison_view(res, o) for o in others], compare_verdicts=compare_verdicts(res),
-        command=_s(env.get("command")), versions=versions, config_yaml=config_yaml,
-        config_hash=_s(env.get("config_hash")) or fmt.NA, git=git, n_rows=len(res.summary),
-        n_valid=sum(1 for r in res.summary if is_valid(r)), run_id=_s(env.get("run_id")) or fmt.NA,
+        hardware=res.hardware,
+        device_name=_s(res.survey.get("device_name")) or _s(env.get("gpu_name")),
+        is_cpu=res.is_cpu,
+        warnings=list(res.warnings),
+        hardware_table=hardware_table(res),
+        environment_table=environment_table(res),
+        method=method(res),
+        failures=failures_table(res),
+        summary=summary_table(res, metrics),
+        geomean=geomean_table(res),
+        roofline=roof,
+        roofline_note=roof_note,
+        kernels=kviews,
+        comparisons=[comparison_view(res, o) for o in others],
+        compare_verdicts=compare_verdicts(res),
+        command=_s(env.get("command")),
+        versions=versions,
+        config_yaml=config_yaml,
+        config_hash=_s(env.get("config_hash")) or fmt.NA,
+        git=git,
+        n_rows=len(res.summary),
+        n_valid=sum(1 for r in res.summary if is_valid(r)),
+        run_id=_s(env.get("run_id")) or fmt.NA,
     )

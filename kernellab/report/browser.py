@@ -22,6 +22,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -29,10 +30,21 @@ from pathlib import Path
 
 DEFAULT_TIMEOUT = 60.0
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--no-default-browser-check", "--disable-extensions", "--disable-default-apps", "--mute-audio",
-    "--hide-scrollbars", "--disable-dev-shm-usage", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-default-browser-check",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--disable-dev-shm-usage",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost",
     "--remote-debugging-pipe",
 ]
 # naturalWidth of every <img> once it has decoded (or failed to)
@@ -55,7 +67,13 @@ def find_chromium() -> str | None:
     env = os.environ.get("KERNELLAB_CHROMIUM")
     if env:
         return env if Path(env).is_file() else shutil.which(env)
-    for name in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+    for name in (
+        "/usr/bin/chromium",
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ):
         path = name if Path(name).is_file() else shutil.which(name)
         if path:
             return path
@@ -89,9 +107,19 @@ class _Chromium:
             # descriptors are close-on-exec (PEP 446), so the child gets only 0-4.
             self.proc = subprocess.Popen(
                 [exe, *FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
-                preexec_fn=child_fds, close_fds=False,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._stderr,
+                preexec_fn=child_fds,
+                close_fds=False,
+                start_new_session=True,  # its own process group: close() can end all of it
             )
+        except BaseException:
+            for fd in (to_child_w, from_child_r):
+                os.close(fd)
+            self._stderr.close()
+            self._profile.cleanup()
+            raise
         finally:
             os.close(hi_r)
             os.close(hi_w)
@@ -165,19 +193,23 @@ class _Chromium:
     # -------------------------------------------------------------- page
     def open(self, html: Path, width: int, height: int = 900) -> None:
         target = self.call("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True},
-                                 session=False)["sessionId"]
+        self.session = self.call(
+            "Target.attachToTarget", {"targetId": target, "flatten": True}, session=False
+        )["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable")
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
         self.events.clear()
         self.call("Page.navigate", {"url": Path(html).resolve().as_uri()})
         self.wait_event("Page.loadEventFired")
 
     def evaluate(self, expression: str):
-        res = self.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
-                                             "returnByValue": True})
+        res = self.call(
+            "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True}
+        )
         if "exceptionDetails" in res:
             raise BrowserError(f"evaluation failed: {res['exceptionDetails'].get('text')}")
         return res.get("result", {}).get("value")
@@ -190,7 +222,10 @@ class _Chromium:
                     self._send("Browser.close", session=False)
                     self.proc.wait(timeout=10)
                 except (OSError, subprocess.TimeoutExpired):
-                    self.proc.kill()
+                    try:
+                        os.killpg(self.proc.pid, signal.SIGKILL)
+                    except OSError:
+                        self.proc.kill()
                     self.proc.wait(timeout=10)
         finally:
             for fd in (self._w, self._r):
@@ -243,12 +278,22 @@ def check_page(html: Path, width: int = 1280, timeout: float = DEFAULT_TIMEOUT) 
         info = b.evaluate(_IMAGES_JS) or {}
         b.call("Runtime.evaluate", {"expression": "0"})  # let queued events arrive
         errors, requests = _problems(b.events)
-    return {"console_errors": errors, "broken_images": list(info.get("broken", [])),
-            "external_requests": requests, "images": int(info.get("count", 0))}
+    return {
+        "console_errors": errors,
+        "broken_images": list(info.get("broken", [])),
+        "external_requests": requests,
+        "images": int(info.get("count", 0)),
+    }
 
 
-def screenshot(html: Path, png: Path, width: int = 1280, full_page: bool = True,
-               max_height: int = 20000, timeout: float = DEFAULT_TIMEOUT) -> Path:
+def screenshot(
+    html: Path,
+    png: Path,
+    width: int = 1280,
+    full_page: bool = True,
+    max_height: int = 20000,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Path:
     """Write a PNG of ``html`` rendered ``width`` CSS pixels wide (the whole page, up to
     ``max_height`` pixels, when ``full_page``)."""
     with _Chromium(timeout=timeout) as b:
@@ -259,11 +304,18 @@ def screenshot(html: Path, png: Path, width: int = 1280, full_page: bool = True,
             metrics = b.call("Page.getLayoutMetrics")
             size = metrics.get("cssContentSize") or metrics.get("contentSize") or {}
             height = max(1, min(int(size.get("height", 900)), max_height))
-            b.call("Emulation.setDeviceMetricsOverride",
-                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
-        data = b.call("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": False,
-            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})["data"]
+            b.call(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            )
+        data = b.call(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": False,
+                "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+            },
+        )["data"]
     png = Path(png)
     png.parent.mkdir(parents=True, exist_ok=True)
     png.write_bytes(base64.b64decode(data))

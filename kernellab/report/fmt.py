@@ -99,7 +99,7 @@ def ratio(x) -> str:
     x = to_float(x)
     if not math.isfinite(x):
         return NA
-    return f"{x:.3f}×" if x < 0.1 else f"{x:.2f}×"
+    return f"{x:.2f}×" if x >= 0.1 else f"{sig(x, 3)}×"
 
 
 def sci(x) -> str:

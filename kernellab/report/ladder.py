@@ -109,8 +109,10 @@ def _pick_rows(res: Results, ld: dict) -> tuple[str, str, str, str]:
         valid = [r for r in rows if r.get("valid")]
         if valid:
             best = max(valid, key=lambda r: shape_sort_key(r["shape"], r["numel"]))
-            note = (f"The ladder's shape {shape or '(none)'} was not measured here; "
-                    f"its steps are compared at the largest measured shape, {best['shape']}.")
+            note = (
+                f"The ladder's shape {shape or '(none)'} was not measured here; "
+                f"its steps are compared at the largest measured shape, {best['shape']}."
+            )
             shape = best["shape"]
     at = [r for r in rows if r["shape"] == shape]
     modes = sorted({r["mode"] for r in at if r.get("valid")} or {r["mode"] for r in at})
@@ -121,8 +123,14 @@ def _pick_rows(res: Results, ld: dict) -> tuple[str, str, str, str]:
 
 def _find(res: Results, kernel: str, key: str, shape: str, dtype: str, mode: str, params: str) -> dict | None:
     for r in res.summary:
-        if (r["kernel"] == kernel and r["impl_key"] == key and r["shape"] == shape and r["dtype"] == dtype
-                and r["mode"] == mode and r["params"] == params):
+        if (
+            r["kernel"] == kernel
+            and r["impl_key"] == key
+            and r["shape"] == shape
+            and r["dtype"] == dtype
+            and r["mode"] == mode
+            and r["params"] == params
+        ):
             return r
     return None
 
@@ -131,24 +139,36 @@ def _why_not(res: Results, kernel: str, key: str, dtype: str, row: dict | None) 
     """Reason text for a step without a usable measurement."""
     if row is not None:
         if row["status"] != "ok":
-            return f"{NOT_MEASURED}: {row['status']}" + (f": {row['reason']}" if row["reason"] else "")
+            return _status_text(row)
         if row["check_status"] == "failed":
             return "measured but incorrect (correctness check failed)" + (
-                f": {row['reason']}" if row["reason"] else "")
+                f": {row['reason']}" if row["reason"] else ""
+            )
         return f"{NOT_MEASURED}: no time recorded"
     others = [r for r in res.summary if r["kernel"] == kernel and r["impl_key"] == key]
     others.sort(key=lambda r: (r["dtype"] != dtype, r["status"] == "ok", r["shape"]))
     if others and others[0]["status"] != "ok":
-        r = others[0]
-        return f"{NOT_MEASURED}: {r['status']}" + (f": {r['reason']}" if r["reason"] else "")
+        return _status_text(others[0])
     if others:
         return f"{NOT_MEASURED}: no result at this shape and dtype"
     return f"{NOT_MEASURED}: no result for this step in summary.csv"
 
 
+def _status_text(r: dict) -> str:
+    reason = r["reason"] or "no reason given"
+    if r["status"] in ("unavailable", "unknown"):
+        return f"{NOT_MEASURED}: {reason}"
+    return f"failed on this hardware ({r['status']}): {reason}"
+
+
 def _ncu_row(res: Results, kernel: str, key: str, dtype: str, shape: str) -> dict | None:
-    rows = [r for r in res.ncu.get(kernel, []) if r.get("impl_key") == key
-            and r.get("dtype", dtype) in (dtype, "") and r.get("status", "ok") in ("ok", "")]
+    rows = [
+        r
+        for r in res.ncu.get(kernel, [])
+        if r.get("impl_key") == key
+        and r.get("dtype", dtype) in (dtype, "")
+        and r.get("status", "ok") in ("ok", "")
+    ]
     if not rows:
         return None
 
@@ -170,9 +190,17 @@ def analyse(res: Results, ld: dict) -> LadderView:
     steps: list[StepView] = []
     for s in ld["steps"]:
         order = str(int(s["order"])) if math.isfinite(s["order"]) else ""
-        v = StepView(impl_key=s["impl_key"], step=s["step"] or s["impl_key"], order=order, idea=s["idea"],
-                     prediction=s["prediction"], expect_speedup=s["expect_speedup"],
-                     expect_pct=s["expect_pct_of_peak"], evidence=s["evidence"], cuda_kernels=s["cuda_kernels"])
+        v = StepView(
+            impl_key=s["impl_key"],
+            step=s["step"] or s["impl_key"],
+            order=order,
+            idea=s["idea"],
+            prediction=s["prediction"],
+            expect_speedup=s["expect_speedup"],
+            expect_pct=s["expect_pct_of_peak"],
+            evidence=s["evidence"],
+            cuda_kernels=s["cuda_kernels"],
+        )
         v.row = _find(res, kernel, s["impl_key"], shape, dtype, mode, params)
         v.measured = bool(v.row is not None and v.row.get("valid"))
         if v.measured:
@@ -187,6 +215,11 @@ def analyse(res: Results, ld: dict) -> LadderView:
         v.ncu = _ncu_row(res, kernel, s["impl_key"], dtype, shape)
         steps.append(v)
 
+    skip = ""
+    if res.is_cpu:
+        skip = "this is a CPU run; the predictions are for the GPU"
+    elif note:
+        skip = f"the ladder's shape {ld['shape']} was not measured; predictions refer to it"
     first = steps[0] if steps else None
     for i, v in enumerate(steps):
         prev = steps[i - 1] if i > 0 else None
@@ -200,24 +233,44 @@ def analyse(res: Results, ld: dict) -> LadderView:
                 v.regression = "possible regression"
         if v.measured and first is not None and first.measured and i > 0:
             v.speedup_first = first.time_us / v.time_us
-        _judge(v, prev, unit)
+        _judge(v, prev, skip)
         v.outcome = _outcome(v, first, base_key, unit, metric)
         v.heading = f"{v.order + '. ' if v.order else ''}{v.step} ({v.impl_key})"
         if v.regression:
             v.heading += f" — {v.regression}"
 
     heading = f"{kernel} {ld['ladder']} ladder"
-    lv = LadderView(kernel=kernel, ladder=ld["ladder"], metric=metric, metric_label=unit, shape=shape,
-                    requested_shape=ld["shape"], dtype=dtype, mode=mode, params=params, baseline_key=base_key,
-                    baseline_row=base_row,
-                    baseline_pct=pct_of_ceiling(base_row, metric, res.survey) if base_ok else math.nan,
-                    ceiling=ceil, note=note, steps=steps, table=Table([]),
-                    heading=heading, anchor=gh_anchor(heading))
+    lv = LadderView(
+        kernel=kernel,
+        ladder=ld["ladder"],
+        metric=metric,
+        metric_label=unit,
+        shape=shape,
+        requested_shape=ld["shape"],
+        dtype=dtype,
+        mode=mode,
+        params=params,
+        baseline_key=base_key,
+        baseline_row=base_row,
+        baseline_pct=pct_of_ceiling(base_row, metric, res.survey) if base_ok else math.nan,
+        ceiling=ceil,
+        note=note,
+        steps=steps,
+        table=Table([]),
+        heading=heading,
+        anchor=gh_anchor(heading),
+    )
     lv.table = _table(lv)
     return lv
 
 
-def _judge(v: StepView, prev: StepView | None, unit: str) -> None:
+def _judge(v: StepView, prev: StepView | None, skip: str = "") -> None:
+    """held = yes when every numeric prediction that can be checked is inside its range,
+    no when one is outside, unknown when none can be checked (or ``skip`` says why not)."""
+    if skip:
+        v.held = "unknown"
+        v.held_detail.append(skip)
+        return
     checks: list[bool] = []
     if v.expect_speedup:
         if math.isfinite(v.speedup_prev):
@@ -226,7 +279,11 @@ def _judge(v: StepView, prev: StepView | None, unit: str) -> None:
             v.held_detail.append(txt)
         else:
             lo, hi = v.expect_speedup
-            why = "this step" if not v.measured else (f"previous step {prev.step}" if prev else "no previous step")
+            why = (
+                "this step"
+                if not v.measured
+                else (f"previous step {prev.step}" if prev else "no previous step")
+            )
             v.held_detail.append(f"speedup predicted {lo:g}–{hi:g}×, not measurable ({why} not measured)")
     if v.expect_pct:
         if v.measured and math.isfinite(v.pct_ceiling):
@@ -244,8 +301,11 @@ def _judge(v: StepView, prev: StepView | None, unit: str) -> None:
 def _outcome(v: StepView, first: StepView | None, base_key: str, unit: str, metric: str) -> str:
     if not v.measured:
         return v.status_text
-    parts = [f"{fmt.us(v.time_us)} µs", f"{fmt.throughput(v.value, metric)} {unit}",
-             f"{fmt.pct(v.pct_ceiling)} of the measured ceiling"]
+    parts = [
+        f"{fmt.us(v.time_us)} µs",
+        f"{fmt.throughput(v.value, metric)} {unit}",
+        f"{fmt.pct(v.pct_ceiling)} of the measured ceiling",
+    ]
     if math.isfinite(v.pct_baseline):
         parts.append(f"{fmt.pct(v.pct_baseline)} of {base_key}")
     if math.isfinite(v.speedup_prev):
@@ -262,9 +322,42 @@ def _outcome(v: StepView, first: StepView | None, base_key: str, unit: str, metr
 
 def _table(lv: LadderView) -> Table:
     unit = lv.metric_label
-    t = Table(["step", "impl_key", "time µs", unit, "% of ceiling", f"% of {lv.baseline_key}", "× prev",
-               "× first", "ncu µs", "DRAM %", "SM %", "occupancy %", "registers", "prediction held", "note"],
-              numeric=[False, False, True, True, True, True, True, True, True, True, True, True, True, False, False])
+    t = Table(
+        [
+            "step",
+            "impl_key",
+            "time µs",
+            unit,
+            "% of ceiling",
+            f"% of {lv.baseline_key}",
+            "× prev",
+            "× first",
+            "ncu µs",
+            "DRAM %",
+            "SM %",
+            "occupancy %",
+            "registers",
+            "prediction held",
+            "note",
+        ],
+        numeric=[
+            False,
+            False,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            False,
+            False,
+        ],
+    )
     prev_ncu: dict | None = None
     for v in lv.steps:
         n = v.ncu or {}
@@ -283,22 +376,53 @@ def _table(lv: LadderView) -> Table:
         if v.measured:
             note = v.regression
             flag = "warn" if v.regression else ""
-            cells = [fmt.us(v.time_us), fmt.throughput(v.value, lv.metric), fmt.pct(v.pct_ceiling),
-                     fmt.pct(v.pct_baseline), fmt.ratio(v.speedup_prev), fmt.ratio(v.speedup_first)]
+            cells = [
+                fmt.us(v.time_us),
+                fmt.throughput(v.value, lv.metric),
+                fmt.pct(v.pct_ceiling),
+                fmt.pct(v.pct_baseline),
+                fmt.ratio(v.speedup_prev),
+                fmt.ratio(v.speedup_first),
+            ]
         else:
             note = "⚠ " + v.status_text
             flag = "bad"
             cells = [fmt.NA] * 6
-        t.add([f"{v.order}. {v.step}" if v.order else v.step, v.impl_key, *cells, *ncu_cells, v.held, note], flag)
+        t.add(
+            [f"{v.order}. {v.step}" if v.order else v.step, v.impl_key, *cells, *ncu_cells, v.held, note],
+            flag,
+        )
         prev_ncu = v.ncu
     b = lv.baseline_row
     if b is not None and b.get("valid"):
-        t.add([f"baseline: {lv.baseline_key}", lv.baseline_key, fmt.us(b["median_us"]),
-               fmt.throughput(value(b, lv.metric), lv.metric), fmt.pct(lv.baseline_pct), "100.0%", fmt.NA, fmt.NA,
-               *[fmt.NA] * 5, "", "reference"], "good")
+        t.add(
+            [
+                f"baseline: {lv.baseline_key}",
+                lv.baseline_key,
+                fmt.us(b["median_us"]),
+                fmt.throughput(value(b, lv.metric), lv.metric),
+                fmt.pct(lv.baseline_pct),
+                "100.0%",
+                fmt.NA,
+                fmt.NA,
+                *[fmt.NA] * 5,
+                "",
+                "reference",
+            ],
+            "good",
+        )
     elif b is not None:
-        t.add([f"baseline: {lv.baseline_key}", lv.baseline_key, *[fmt.NA] * 11, "",
-               f"⚠ baseline {b['status']}{': ' + b['reason'] if b['reason'] else ''}"], "bad")
+        t.add(
+            [
+                f"baseline: {lv.baseline_key}",
+                lv.baseline_key,
+                *[fmt.NA] * 11,
+                "",
+                f"⚠ baseline {b['status'] if b['status'] != 'ok' else 'incorrect'}"
+                + (f": {b['reason']}" if b["reason"] else ""),
+            ],
+            "bad",
+        )
     return t
 
 

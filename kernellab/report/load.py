@@ -18,22 +18,76 @@ from kernellab.report.fmt import to_bool, to_float
 
 csv.field_size_limit(1 << 24)
 
-SUMMARY_STR = ("kernel", "impl", "backend", "step", "ladder", "impl_key", "shape", "dtype", "params", "status",
-               "reason", "mode", "check_status", "hardware", "run_id", "torch_version", "triton_version",
-               "cuda_version", "timestamp", "bound")
-SUMMARY_NUM = ("numel", "median_us", "p20_us", "p80_us", "mean_us", "iqr_us", "stdrel", "n_samples",
-               "graph_us", "throttled_samples", "sm_clock_mhz", "mem_clock_mhz", "bytes", "flops", "gbps",
-               "tflops", "pct_of_peak_bw", "pct_of_peak_flops", "pct_of_datasheet_bw", "pct_of_datasheet_flops",
-               "speedup_vs_torch_fused", "max_rel_err", "max_abs_err")
+SUMMARY_STR = (
+    "kernel",
+    "impl",
+    "backend",
+    "step",
+    "ladder",
+    "impl_key",
+    "shape",
+    "dtype",
+    "params",
+    "status",
+    "reason",
+    "mode",
+    "check_status",
+    "hardware",
+    "run_id",
+    "torch_version",
+    "triton_version",
+    "cuda_version",
+    "timestamp",
+    "bound",
+)
+SUMMARY_NUM = (
+    "numel",
+    "median_us",
+    "p20_us",
+    "p80_us",
+    "mean_us",
+    "iqr_us",
+    "stdrel",
+    "n_samples",
+    "graph_us",
+    "throttled_samples",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "bytes",
+    "flops",
+    "gbps",
+    "tflops",
+    "pct_of_peak_bw",
+    "pct_of_peak_flops",
+    "pct_of_datasheet_bw",
+    "pct_of_datasheet_flops",
+    "speedup_vs_torch_fused",
+    "max_rel_err",
+    "max_abs_err",
+)
 SUMMARY_BOOL = ("converged", "is_best")
 
 CHECK_NUM = ("seed", "rel_err", "max_abs", "tol")
 PROFILE_NUM = ("rank", "calls", "cpu_time_us", "device_time_us", "pct")
 AUTOTUNE_NUM = ("median_us",)
-RESOURCE_NUM = ("registers", "spill_stores_bytes", "spill_loads_bytes", "stack_frame_bytes", "smem_bytes",
-                "cmem_bytes")
-NCU_NUM = ("duration_us", "dram_pct", "sm_pct", "achieved_occupancy", "registers", "smem_per_block",
-           "l1_hit_pct", "l2_hit_pct")
+RESOURCE_NUM = (
+    "registers",
+    "spill_stores_bytes",
+    "spill_loads_bytes",
+    "stack_frame_bytes",
+    "smem_bytes",
+    "cmem_bytes",
+)
+NCU_NUM = (
+    "duration_us",
+    "dram_pct",
+    "sm_pct",
+    "achieved_occupancy",
+    "registers",
+    "smem_per_block",
+    "l1_hit_pct",
+    "l2_hit_pct",
+)
 COMPARE_NUM = ("median_a_us", "median_b_us", "change")
 
 
@@ -95,15 +149,20 @@ def read_csv(path: Path, warnings: list[str]) -> list[dict]:
     if not path.is_file():
         return []
     try:
-        with path.open(newline="", encoding="utf-8", errors="replace") as f:
+        with path.open(newline="", encoding="utf-8-sig", errors="replace") as f:
             reader = csv.DictReader(f)
             if not reader.fieldnames:
                 warnings.append(f"{path.name}: empty CSV (no header)")
                 return []
             rows = []
             for raw in reader:
-                rows.append({str(k).strip(): ("" if v is None else str(v).strip())
-                             for k, v in raw.items() if k is not None})
+                rows.append(
+                    {
+                        str(k).strip(): ("" if v is None else str(v).strip())
+                        for k, v in raw.items()
+                        if k is not None
+                    }
+                )
             return rows
     except (OSError, csv.Error) as e:
         warnings.append(f"{path.name}: unreadable CSV ({e})")
@@ -131,8 +190,13 @@ def typed(row: dict, strings=(), numbers=(), bools=()) -> dict:
     return out
 
 
-def _per_kernel(directory: Path, warnings: list[str], numbers=(), strings=("kernel", "impl_key", "shape", "dtype"),
-                bools=()) -> dict[str, list[dict]]:
+def _per_kernel(
+    directory: Path,
+    warnings: list[str],
+    numbers=(),
+    strings=("kernel", "impl_key", "shape", "dtype"),
+    bools=(),
+) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     if not directory.is_dir():
         return out
@@ -170,8 +234,13 @@ def normalize_summary_row(raw: dict) -> dict:
 def is_valid(r: dict) -> bool:
     """Measured and correct: may be best, may enter speedups and plots."""
     med = r.get("median_us", math.nan)
-    return (r.get("status") == "ok" and r.get("check_status") != "failed"
-            and isinstance(med, float) and math.isfinite(med) and med > 0)
+    return (
+        r.get("status") == "ok"
+        and r.get("check_status") != "failed"
+        and isinstance(med, float)
+        and math.isfinite(med)
+        and med > 0
+    )
 
 
 def case_key(r: dict) -> tuple:
@@ -179,8 +248,14 @@ def case_key(r: dict) -> tuple:
 
 
 def row_sort_key(r: dict) -> tuple:
-    return (r["kernel"], r["dtype"], r["params"], r["mode"], shape_sort_key(r["shape"], r["numel"]),
-            r["impl_key"])
+    return (
+        r["kernel"],
+        r["dtype"],
+        r["params"],
+        r["mode"],
+        shape_sort_key(r["shape"], r["numel"]),
+        r["impl_key"],
+    )
 
 
 def _ladders(raw, warnings: list[str]) -> list[dict]:
@@ -197,23 +272,35 @@ def _ladders(raw, warnings: list[str]) -> list[dict]:
             if not isinstance(s, dict):
                 continue
             ev = [e for e in (s.get("evidence") or []) if isinstance(e, dict)]
-            steps.append({
-                "impl_key": str(s.get("impl_key") or ""), "impl": str(s.get("impl") or ""),
-                "step": str(s.get("step") or ""), "order": to_float(s.get("order")),
-                "idea": str(s.get("idea") or ""), "prediction": str(s.get("prediction") or ""),
-                "expect_speedup": _range(s.get("expect_speedup")),
-                "expect_pct_of_peak": _range(s.get("expect_pct_of_peak")),
-                "cuda_kernels": [str(k) for k in (s.get("cuda_kernels") or [])],
-                "evidence": [{"label": str(e.get("label") or ""), "line": str(e.get("line") or "")} for e in ev],
-            })
+            steps.append(
+                {
+                    "impl_key": str(s.get("impl_key") or ""),
+                    "impl": str(s.get("impl") or ""),
+                    "step": str(s.get("step") or ""),
+                    "order": to_float(s.get("order")),
+                    "idea": str(s.get("idea") or ""),
+                    "prediction": str(s.get("prediction") or ""),
+                    "expect_speedup": _range(s.get("expect_speedup")),
+                    "expect_pct_of_peak": _range(s.get("expect_pct_of_peak")),
+                    "cuda_kernels": [str(k) for k in (s.get("cuda_kernels") or [])],
+                    "evidence": [
+                        {"label": str(e.get("label") or ""), "line": str(e.get("line") or "")} for e in ev
+                    ],
+                }
+            )
         steps.sort(key=lambda s: (s["order"] if math.isfinite(s["order"]) else math.inf, s["impl_key"]))
-        out.append({
-            "kernel": str(ld.get("kernel") or ""), "ladder": str(ld.get("ladder") or ""),
-            "metric": "tflops" if str(ld.get("metric")) == "tflops" else "gbps",
-            "shape": str(ld.get("shape") or ""), "dtype": str(ld.get("dtype") or ""),
-            "mode": str(ld.get("mode") or ""),
-            "baseline_impl_key": str(ld.get("baseline_impl_key") or "torch_fused"), "steps": steps,
-        })
+        out.append(
+            {
+                "kernel": str(ld.get("kernel") or ""),
+                "ladder": str(ld.get("ladder") or ""),
+                "metric": "tflops" if str(ld.get("metric")) == "tflops" else "gbps",
+                "shape": str(ld.get("shape") or ""),
+                "dtype": str(ld.get("dtype") or ""),
+                "mode": str(ld.get("mode") or ""),
+                "baseline_impl_key": str(ld.get("baseline_impl_key") or "torch_fused"),
+                "steps": steps,
+            }
+        )
     out.sort(key=lambda ld: (ld["kernel"], ld["ladder"]))
     return out
 
@@ -241,12 +328,18 @@ def _ptx(directory: Path, warnings: list[str]) -> dict[str, list[dict]]:
             files = e.get("files") if isinstance(e.get("files"), dict) else {}
             hl = e.get("highlights") if isinstance(e.get("highlights"), dict) else {}
             kernel = str(e.get("kernel") or index.parent.name)
-            out.setdefault(kernel, []).append({
-                "kernel": kernel, "impl_key": str(e.get("impl_key") or ""), "dtype": str(e.get("dtype") or ""),
-                "source": str(e.get("source") or ""), "name": str(e.get("name") or ""),
-                "files": {str(k): str(v) for k, v in sorted(files.items()) if v},
-                "highlights": hl, "index_dir": index.parent,
-            })
+            out.setdefault(kernel, []).append(
+                {
+                    "kernel": kernel,
+                    "impl_key": str(e.get("impl_key") or ""),
+                    "dtype": str(e.get("dtype") or ""),
+                    "source": str(e.get("source") or ""),
+                    "name": str(e.get("name") or ""),
+                    "files": {str(k): str(v) for k, v in sorted(files.items()) if v},
+                    "highlights": hl,
+                    "index_dir": index.parent,
+                }
+            )
     for v in out.values():
         v.sort(key=lambda e: (e["impl_key"], e["dtype"], e["source"], e["name"]))
     return out
@@ -259,34 +352,50 @@ def load(results_root: Path, hardware: str) -> Results:
     if not res.exists:
         w.append(f"no results directory for {hardware!r}")
         return res
-    res.summary = sorted((normalize_summary_row(r) for r in read_csv(path / "summary.csv", w)), key=row_sort_key)
+    res.summary = sorted(
+        (normalize_summary_row(r) for r in read_csv(path / "summary.csv", w)), key=row_sort_key
+    )
     if not (path / "summary.csv").is_file():
         w.append("summary.csv is missing: no timings to show")
     survey = read_json(path / "survey.json", w, {})
     res.survey = survey if isinstance(survey, dict) else {}
     env = read_json(path / "environment.json", w, {})
     res.environment = env if isinstance(env, dict) else {}
-    res.checks = _per_kernel(path / "check", w, numbers=CHECK_NUM,
-                             strings=("kernel", "impl", "impl_key", "step", "shape", "dtype", "params", "status",
-                                      "reason"))
-    res.profiles = _per_kernel(path / "profile", w, numbers=PROFILE_NUM,
-                               strings=("kernel", "impl_key", "shape", "dtype", "name"))
-    res.autotune = _per_kernel(path / "autotune", w, numbers=AUTOTUNE_NUM, bools=("is_best",),
-                               strings=("kernel", "impl_key", "triton_kernel", "shape", "dtype", "config",
-                                        "status"))
-    res.ncu = _per_kernel(path / "ncu", w, numbers=NCU_NUM,
-                          strings=("kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "reason",
-                                   "top_stalls"))
+    res.checks = _per_kernel(
+        path / "check",
+        w,
+        numbers=CHECK_NUM,
+        strings=("kernel", "impl", "impl_key", "step", "shape", "dtype", "params", "status", "reason"),
+    )
+    res.profiles = _per_kernel(
+        path / "profile", w, numbers=PROFILE_NUM, strings=("kernel", "impl_key", "shape", "dtype", "name")
+    )
+    res.autotune = _per_kernel(
+        path / "autotune",
+        w,
+        numbers=AUTOTUNE_NUM,
+        bools=("is_best",),
+        strings=("kernel", "impl_key", "triton_kernel", "shape", "dtype", "config", "status"),
+    )
+    res.ncu = _per_kernel(
+        path / "ncu",
+        w,
+        numbers=NCU_NUM,
+        strings=("kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "reason", "top_stalls"),
+    )
     res.ptx = _ptx(path / "ptx", w)
-    res.resources = sorted((typed(r, ("file", "kernel"), RESOURCE_NUM)
-                            for r in read_csv(path / "build" / "resources.csv", w)),
-                           key=lambda r: (r["file"], r["kernel"]))
+    res.resources = sorted(
+        (typed(r, ("file", "kernel"), RESOURCE_NUM) for r in read_csv(path / "build" / "resources.csv", w)),
+        key=lambda r: (r["file"], r["kernel"]),
+    )
     res.ladders = _ladders(read_json(path / "ladders.json", w, []), w)
     cmp_dir = path / "compare"
     if cmp_dir.is_dir():
         for f in sorted(cmp_dir.glob("*.csv")):
             for r in read_csv(f, w):
-                r = typed(r, ("kernel", "impl_key", "shape", "dtype", "params", "verdict", "a", "b"), COMPARE_NUM)
+                r = typed(
+                    r, ("kernel", "impl_key", "shape", "dtype", "params", "verdict", "a", "b"), COMPARE_NUM
+                )
                 r["file"] = f.name
                 res.compare.append(r)
     return res

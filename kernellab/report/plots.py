@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from kernellab.report.fmt import mpl_text
+from kernellab.report.fmt import mpl_text, to_float
 
 DPI = 100
 RC = {
@@ -40,8 +40,24 @@ RC = {
     "path.simplify": False,
     "text.usetex": False,
 }
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-           "#bcbd22", "#393b79", "#ad494a", "#637939", "#7b4173", "#3182bd", "#e6550d", "#31a354"]
+PALETTE = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#393b79",
+    "#ad494a",
+    "#637939",
+    "#7b4173",
+    "#3182bd",
+    "#e6550d",
+    "#31a354",
+]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 FIXED = {"torch_fused": "#000000", "torch_naive": "#7f7f7f"}
 
@@ -91,8 +107,14 @@ def _times(v, _pos) -> str:
     return f"{v:g}×"
 
 
-def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], metric: str,
-                  ceilings: dict[str, tuple[float, float]], keys: list[str]) -> bytes | None:
+def kernel_figure(
+    kind: str,
+    kernel: str,
+    panels: list[tuple[str, list[dict]]],
+    metric: str,
+    ceilings: dict[str, tuple[float, float]],
+    keys: list[str],
+) -> bytes | None:
     """One figure, one panel per (dtype, params, mode); one line per impl_key.
 
     kind: ``latency`` (µs, log-log), ``throughput`` (GB/s or TFLOP/s with the measured
@@ -105,11 +127,17 @@ def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], 
     colors = colors_for(keys)
     markers = markers_for(keys)
     unit = "TFLOP/s" if metric == "tflops" else "GB/s"
-    field = {"latency": "median_us", "throughput": "tflops" if metric == "tflops" else "gbps",
-             "speedup": "speedup"}[kind]
+    field = {
+        "latency": "median_us",
+        "throughput": "tflops" if metric == "tflops" else "gbps",
+        "speedup": "speedup",
+    }[kind]
     ylabel = {"latency": "median time (µs)", "throughput": unit, "speedup": "speedup over torch_fused"}[kind]
-    title = {"latency": "latency vs size", "throughput": f"achieved {unit} vs size",
-             "speedup": "speedup over torch_fused vs size"}[kind]
+    title = {
+        "latency": "latency vs size",
+        "throughput": f"achieved {unit} vs size",
+        "speedup": "speedup over torch_fused vs size",
+    }[kind]
     n = len(panels)
     ncols = min(n, 3)
     nrows = math.ceil(n / ncols)
@@ -120,8 +148,14 @@ def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], 
     height = 3.3 * nrows + 0.55 + legend_h + 0.45
     with style():
         fig = Figure(figsize=(width, height), dpi=DPI)
-        fig.subplots_adjust(left=0.85 / width, right=1 - 0.25 / width, top=1 - 0.6 / height,
-                            bottom=(legend_h + 0.5) / height, wspace=0.28, hspace=0.5)
+        fig.subplots_adjust(
+            left=0.85 / width,
+            right=1 - 0.25 / width,
+            top=1 - 0.6 / height,
+            bottom=(legend_h + 0.5) / height,
+            wspace=0.28,
+            hspace=0.5,
+        )
         axes = fig.subplots(nrows, ncols, squeeze=False)
         handles: dict[str, Line2D] = {}
         any_data = False
@@ -140,8 +174,15 @@ def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], 
             for key in sorted(by_key):
                 pts = sorted(by_key[key])
                 xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-                (line,) = ax.plot(xs, ys, marker=markers.get(key, "o"), markersize=4, linewidth=1.4,
-                                  color=colors.get(key, "#333333"), label=mpl_text(key))
+                (line,) = ax.plot(
+                    xs,
+                    ys,
+                    marker=markers.get(key, "o"),
+                    markersize=4,
+                    linewidth=1.4,
+                    color=colors.get(key, "#333333"),
+                    label=mpl_text(key),
+                )
                 handles.setdefault(mpl_text(key), line)
                 drawn = True
             if kind == "latency":
@@ -155,17 +196,34 @@ def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], 
             else:
                 measured, sheet = ceilings.get(label, (math.nan, math.nan))
                 if _finite_pos(measured):
-                    ln = ax.axhline(measured, color="#444444", linewidth=1.1, linestyle="-",
-                                    label=f"measured ceiling ({measured:,.4g} {unit})")
+                    ln = ax.axhline(
+                        measured,
+                        color="#444444",
+                        linewidth=1.1,
+                        linestyle="-",
+                        label=f"measured ceiling ({measured:,.4g} {unit})",
+                    )
                     handles.setdefault("~" + ln.get_label(), ln)
                 if _finite_pos(sheet):
-                    ln = ax.axhline(sheet, color="#999999", linewidth=1.1, linestyle=":",
-                                    label=f"datasheet ({sheet:,.4g} {unit})")
+                    ln = ax.axhline(
+                        sheet,
+                        color="#999999",
+                        linewidth=1.1,
+                        linestyle=":",
+                        label=f"datasheet ({sheet:,.4g} {unit})",
+                    )
                     handles.setdefault("~~" + ln.get_label(), ln)
                 ax.set_ylim(bottom=0)
             if not drawn:
-                ax.text(0.5, 0.5, "no correct measurement", transform=ax.transAxes, ha="center",
-                        va="center", color="#a00000")
+                ax.text(
+                    0.5,
+                    0.5,
+                    "no correct measurement",
+                    transform=ax.transAxes,
+                    ha="center",
+                    va="center",
+                    color="#a00000",
+                )
             any_data = any_data or drawn
         for idx in range(n, nrows * ncols):
             axes[idx // ncols][idx % ncols].set_visible(False)
@@ -173,8 +231,14 @@ def kernel_figure(kind: str, kernel: str, panels: list[tuple[str, list[dict]]], 
             return None
         fig.suptitle(mpl_text(f"{kernel}: {title}"))
         items = sorted(handles.items())
-        fig.legend([h for _, h in items], [h.get_label() for _, h in items], loc="lower center",
-                   bbox_to_anchor=(0.5, 0.1 / height), ncol=max(1, min(legend_cols, len(items))), frameon=False)
+        fig.legend(
+            [h for _, h in items],
+            [h.get_label() for _, h in items],
+            loc="lower center",
+            bbox_to_anchor=(0.5, 0.1 / height),
+            ncol=max(1, min(legend_cols, len(items))),
+            frameon=False,
+        )
         return png_bytes(fig)
 
 
@@ -188,21 +252,21 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
     pts = [p for p in points if _finite_pos(p["intensity"], p["flops_per_s"])]
     if not pts:
         return None
-    bw = survey.get("copy_gbps") if isinstance(survey, dict) else None
-    bw = float(bw) * 1e9 if _finite_pos(bw) else math.nan
-    mm = survey.get("matmul_tflops") if isinstance(survey, dict) and isinstance(
-        survey.get("matmul_tflops"), dict) else {}
-    ds = survey.get("datasheet") if isinstance(survey, dict) and isinstance(survey.get("datasheet"), dict) else {}
-    ds_bw = ds.get("bw_gbps")
-    ds_bw = float(ds_bw) * 1e9 if _finite_pos(ds_bw) else math.nan
+    survey = survey if isinstance(survey, dict) else {}
+    mm = survey.get("matmul_tflops") if isinstance(survey.get("matmul_tflops"), dict) else {}
+    ds = survey.get("datasheet") if isinstance(survey.get("datasheet"), dict) else {}
     ds_tf = ds.get("tflops") if isinstance(ds.get("tflops"), dict) else {}
+    bw = to_float(survey.get("copy_gbps")) * 1e9
+    ds_bw = to_float(ds.get("bw_gbps")) * 1e9
+    bw = bw if _finite_pos(bw) else math.nan
+    ds_bw = ds_bw if _finite_pos(ds_bw) else math.nan
     dtypes = sorted({p["dtype"] for p in pts})
     kernels = sorted({p["kernel"] for p in pts})
     colors = colors_for(kernels)
     marks = markers_for(dtypes)
     xs = [p["intensity"] for p in pts]
     xmin, xmax = min(xs) / 4, max(xs) * 4
-    peaks = {d: float(mm[d]) * 1e12 for d in dtypes if _finite_pos(mm.get(d))}
+    peaks = {d: to_float(mm.get(d)) * 1e12 for d in dtypes if _finite_pos(to_float(mm.get(d)))}
     if math.isfinite(bw):
         for p in peaks.values():
             ridge = p / bw
@@ -219,40 +283,82 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
         if math.isfinite(bw):
             if peaks:
                 for i, d in enumerate(sorted(peaks)):
-                    (ln,) = ax.plot(grid, [min(bw * x, peaks[d]) for x in grid], color="#333333",
-                                    linestyle=styles[i % len(styles)], linewidth=1.3,
-                                    label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s"))
+                    (ln,) = ax.plot(
+                        grid,
+                        [min(bw * x, peaks[d]) for x in grid],
+                        color="#333333",
+                        linestyle=styles[i % len(styles)],
+                        linewidth=1.3,
+                        label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s"),
+                    )
                     roofs.append(ln)
             else:
-                (ln,) = ax.plot(grid, [bw * x for x in grid], color="#333333", linewidth=1.3,
-                                label=f"memory roof: {bw / 1e9:,.4g} GB/s")
+                (ln,) = ax.plot(
+                    grid,
+                    [bw * x for x in grid],
+                    color="#333333",
+                    linewidth=1.3,
+                    label=f"memory roof: {bw / 1e9:,.4g} GB/s",
+                )
                 roofs.append(ln)
         elif peaks:
             for i, d in enumerate(sorted(peaks)):
-                roofs.append(ax.axhline(peaks[d], color="#333333", linestyle=styles[i % len(styles)],
-                                        label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s")))
+                roofs.append(
+                    ax.axhline(
+                        peaks[d],
+                        color="#333333",
+                        linestyle=styles[i % len(styles)],
+                        label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s"),
+                    )
+                )
         if math.isfinite(ds_bw):
             for d in dtypes:
-                if _finite_pos(ds_tf.get(d)):
-                    p = float(ds_tf[d]) * 1e12
-                    (ln,) = ax.plot(grid, [min(ds_bw * x, p) for x in grid], color="#aaaaaa", linestyle=":",
-                                    linewidth=1.0, label=mpl_text(f"datasheet roof {d}"))
+                if _finite_pos(to_float(ds_tf.get(d))):
+                    p = to_float(ds_tf.get(d)) * 1e12
+                    (ln,) = ax.plot(
+                        grid,
+                        [min(ds_bw * x, p) for x in grid],
+                        color="#aaaaaa",
+                        linestyle=":",
+                        linewidth=1.0,
+                        label=mpl_text(f"datasheet roof {d}"),
+                    )
                     roofs.append(ln)
         for k in kernels:
             for d in dtypes:
-                sel = sorted((p["intensity"], p["flops_per_s"]) for p in pts if p["kernel"] == k and p["dtype"] == d)
+                sel = sorted(
+                    (p["intensity"], p["flops_per_s"]) for p in pts if p["kernel"] == k and p["dtype"] == d
+                )
                 if sel:
-                    ax.scatter([s[0] for s in sel], [s[1] for s in sel], color=colors[k], marker=marks[d], s=22,
-                               alpha=0.85, edgecolors="none")
+                    ax.scatter(
+                        [s[0] for s in sel],
+                        [s[1] for s in sel],
+                        color=colors[k],
+                        marker=marks[d],
+                        s=22,
+                        alpha=0.85,
+                        edgecolors="none",
+                    )
         ax.set_xlim(xmin, xmax)
         ax.set_xlabel("arithmetic intensity (FLOP / byte)")
         ax.set_ylabel("attained FLOP/s")
         ax.set_title(mpl_text(f"Roofline: {hardware}"))
-        kernel_h = [Line2D([], [], color=colors[k], marker="o", linestyle="", label=mpl_text(k)) for k in kernels]
-        dtype_h = [Line2D([], [], color="#555555", marker=marks[d], linestyle="", label=mpl_text(d)) for d in dtypes]
+        kernel_h = [
+            Line2D([], [], color=colors[k], marker="o", linestyle="", label=mpl_text(k)) for k in kernels
+        ]
+        dtype_h = [
+            Line2D([], [], color="#555555", marker=marks[d], linestyle="", label=mpl_text(d)) for d in dtypes
+        ]
         handles = roofs + kernel_h + dtype_h
-        fig.legend(handles, [h.get_label() for h in handles], loc="upper left", bbox_to_anchor=(0.74, 0.93),
-                   fontsize=7, frameon=False, ncol=1 if len(handles) <= 30 else 2)
+        fig.legend(
+            handles,
+            [h.get_label() for h in handles],
+            loc="upper left",
+            bbox_to_anchor=(0.74, 0.93),
+            fontsize=7,
+            frameon=False,
+            ncol=1 if len(handles) <= 30 else 2,
+        )
         return png_bytes(fig)
 
 

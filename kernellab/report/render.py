@@ -26,14 +26,27 @@ def _loader() -> jinja2.BaseLoader:
 
 
 def html_env() -> jinja2.Environment:
-    return jinja2.Environment(loader=_loader(), autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return jinja2.Environment(
+        loader=_loader(),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
 
 
 def md_env() -> jinja2.Environment:
     """Markdown: every printed value goes through md_escape unless it is an Md."""
-    env = jinja2.Environment(loader=_loader(), autoescape=False, finalize=md_escape, trim_blocks=False,
-                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=_loader(),
+        autoescape=False,
+        finalize=md_escape,
+        trim_blocks=False,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
     env.filters["raw"] = lambda s: Md(str(s))
     env.filters["code"] = lambda s, lang="": md_code_block(str(s), lang)
     env.globals["md_table"] = md_table
@@ -71,8 +84,10 @@ def _tidy(text: str) -> str:
 def _tidy_html(text: str) -> str:
     """_tidy outside <pre> elements; their content stays verbatim."""
     parts = re.split(r"(<pre\b[\s\S]*?</pre>)", text)
-    out = "".join(p if p.startswith("<pre") else _tidy(p).rstrip("\n") + ("\n" if i < len(parts) - 1 else "")
-                  for i, p in enumerate(parts))
+    out = "".join(
+        p if p.startswith("<pre") else _tidy(p).rstrip("\n") + ("\n" if i < len(parts) - 1 else "")
+        for i, p in enumerate(parts)
+    )
     return out.strip("\n") + "\n"
 
 
@@ -105,9 +120,17 @@ def kernel_log(results_dir: Path) -> str:
     annotate(res)
     ladders = analyse_all(res)
     env = res.environment
-    text = md_env().get_template("kernel_log.md.j2").render(
-        hardware=res.hardware, device_name=str(res.survey.get("device_name") or env.get("gpu_name") or ""),
-        run_id=str(env.get("run_id") or "–"), is_cpu=res.is_cpu, ladders=ladders)
+    text = (
+        md_env()
+        .get_template("kernel_log.md.j2")
+        .render(
+            hardware=res.hardware,
+            device_name=str(res.survey.get("device_name") or env.get("gpu_name") or ""),
+            run_id=str(env.get("run_id") or "–"),
+            is_cpu=res.is_cpu,
+            ladders=ladders,
+        )
+    )
     return _tidy_md(text)
 
 

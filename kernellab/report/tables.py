@@ -48,8 +48,10 @@ def md_table(t: Table):
     if not t:
         return Md("(none)")
     cell = lambda s: md_escape(s) or " "  # noqa: E731
-    lines = ["| " + " | ".join(cell(c) for c in t.columns) + " |",
-             "|" + "|".join(" ---: " if n else " --- " for n in t.numeric) + "|"]
+    lines = [
+        "| " + " | ".join(cell(c) for c in t.columns) + " |",
+        "|" + "|".join(" ---: " if n else " --- " for n in t.numeric) + "|",
+    ]
     for r in t.rows:
         lines.append("| " + " | ".join(cell(c) for c in r.cells) + " |")
     return Md("\n".join(lines))

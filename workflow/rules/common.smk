@@ -41,6 +41,19 @@ wildcard_constraints:
     kernel="|".join(KERNELS),
 
 
+CORE_CODE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernellab").glob("*.py"))
+
+
+def kernel_code(wildcards):
+    """The kernel's own module and the harness: a change to either reruns the kernel's jobs."""
+    return [f"kernellab/ops/{wildcards.kernel}.py", "kernellab/ops/_common.py"] + CORE_CODE
+
+
+def kernel_config(wildcards):
+    """The kernel's config section: a change reruns its jobs (Snakemake's params trigger)."""
+    return config["kernels"][wildcards.kernel]
+
+
 def stage(path):
     return f"{STAGE}/{path}"
 

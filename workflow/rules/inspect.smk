@@ -1,9 +1,13 @@
 rule profile:
     input:
+        code=kernel_code,
         build=rules.build_cuda.output.json,
     output:
         csv=stage("profile/{kernel}.csv"),
         traces=directory(stage("profile/{kernel}")),
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     log:
         stage("logs/profile/{kernel}.log"),
     resources:
@@ -13,8 +17,13 @@ rule profile:
 
 
 rule ptx:
+    input:
+        code=kernel_code,
     output:
         index=stage("ptx/{kernel}/index.json"),
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     log:
         stage("logs/ptx/{kernel}.log"),
     script:
@@ -23,9 +32,13 @@ rule ptx:
 
 rule ncu:
     input:
+        code=kernel_code,
         build=rules.build_cuda.output.json,
     output:
         csv=stage("ncu/{kernel}.csv"),
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     log:
         stage("logs/ncu/{kernel}.log"),
     resources:

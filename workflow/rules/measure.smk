@@ -1,8 +1,12 @@
 rule check:
     input:
+        code=kernel_code,
         build=rules.build_cuda.output.json,
     output:
         csv=stage("check/{kernel}.csv"),
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     log:
         stage("logs/check/{kernel}.log"),
     resources:
@@ -13,11 +17,15 @@ rule check:
 
 rule bench:
     input:
+        code=kernel_code,
         build=rules.build_cuda.output.json,
         survey=rules.survey.output.json,
     output:
         csv=stage("bench/{kernel}.csv"),
         samples=stage("bench/{kernel}.samples.json.gz"),
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     log:
         stage("logs/bench/{kernel}.log"),
     resources:
@@ -27,8 +35,13 @@ rule bench:
 
 
 rule autotune:
+    input:
+        code=kernel_code,
     output:
         csv=stage("autotune/{kernel}.csv"),
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     log:
         stage("logs/autotune/{kernel}.log"),
     resources:

@@ -1,0 +1,60 @@
+"""The rendered report in a real browser: headless Chromium (Debian package ``chromium``)
+loads it without console errors or network requests, decodes every image, and takes a
+1280 px wide screenshot. Skipped when no Chromium is installed."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from kernellab.report import render
+from kernellab.report.browser import check_page, find_chromium, screenshot
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "results"
+
+pytestmark = pytest.mark.skipif(
+    find_chromium() is None,
+    reason="no Chromium: install the Debian package 'chromium' (/usr/bin/chromium) to run the browser checks",
+)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("browser")
+    return render(FIXTURE, "fake-gpu", out, others=["cpu-x86_64"])["report.html"]
+
+
+def test_report_loads_cleanly(page):
+    result = check_page(page)
+    assert result["console_errors"] == []
+    assert result["broken_images"] == []
+    assert result["external_requests"] == []
+    assert result["images"] == page.read_text(encoding="utf-8").count("<img") == 11
+
+
+def test_screenshot_1280(page, tmp_path):
+    png = screenshot(page, tmp_path / "report.png", width=1280)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width == 1280 and height > 2000
+
+
+def test_checker_sees_problems(tmp_path):
+    """The checks can fail: an error, a broken image and an external fetch are all reported."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        "<!DOCTYPE html><html><body>"
+        "<img alt='broken' src='data:image/png;base64,AAAA'>"
+        "<img alt='remote' src='http://example.invalid/x.png'>"
+        "<script>console.error('boom'); undefined_function();</script>"
+        "</body></html>",
+        encoding="utf-8",
+    )
+    result = check_page(bad)
+    errors = " ".join(result["console_errors"])
+    assert "boom" in errors and "undefined_function" in errors
+    assert len(result["broken_images"]) == 2
+    assert result["external_requests"] == ["http://example.invalid/x.png"]

@@ -1,0 +1,411 @@
+"""The report renders the synthetic results fixture (tests/fixtures/results) correctly,
+safely (escaped, self-contained) and deterministically."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernellab.report import kernel_log, render
+from kernellab.report.analysis import excerpt_lines
+from kernellab.report.fmt import md_code_block, md_escape
+from kernellab.report.load import load
+from kernellab.report.model import annotate
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "results"
+SCRIPT = "<script>alert(1)</script>"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def gpu(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report-gpu")
+    files = render(FIXTURE, "fake-gpu", out, others=["cpu-x86_64", "no-such-hardware"])
+    return {
+        "out": out,
+        "files": files,
+        "html": (out / "report.html").read_text(encoding="utf-8"),
+        "md": (out / "report.md").read_text(encoding="utf-8"),
+        "log": (out / "KERNEL_LOG.md").read_text(encoding="utf-8"),
+    }
+
+
+@pytest.fixture(scope="module")
+def cpu(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report-cpu")
+    render(FIXTURE, "cpu-x86_64", out)
+    return {
+        "out": out,
+        "html": (out / "report.html").read_text(encoding="utf-8"),
+        "md": (out / "report.md").read_text(encoding="utf-8"),
+        "log": (out / "KERNEL_LOG.md").read_text(encoding="utf-8"),
+    }
+
+
+def summary_rows(hardware: str) -> list[dict]:
+    with (FIXTURE / hardware / "summary.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def median(rows, kernel, key, shape, dtype) -> float:
+    (r,) = [
+        r for r in rows if (r["kernel"], r["impl_key"], r["shape"], r["dtype"]) == (kernel, key, shape, dtype)
+    ]
+    return float(r["median_us"])
+
+
+# ------------------------------------------------------------------ outputs
+def test_writes_pages_and_plots(gpu):
+    out, files = gpu["out"], gpu["files"]
+    assert {"report.html", "report.md", "KERNEL_LOG.md"} <= set(files)
+    pngs = sorted(p for p in files if p.startswith("plots/"))
+    assert {
+        "plots/roofline.png",
+        "plots/gelu_latency.png",
+        "plots/gelu_throughput.png",
+        "plots/gelu_speedup.png",
+        "plots/matmul_throughput.png",
+        "plots/compare_cpu-x86_64.png",
+    } <= set(pngs)
+    for p in pngs:
+        assert files[p] == out / p and files[p].read_bytes().startswith(PNG)
+    # every image the Markdown page links is a file beside it, and every plot is linked
+    linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", gpu["md"])
+    assert sorted(linked) == pngs
+    assert all((out / p).is_file() for p in linked)
+
+
+def test_all_sections_present(gpu):
+    html, md = gpu["html"], gpu["md"]
+    for title in (
+        "Overview",
+        "Hardware",
+        "Environment",
+        "Method",
+        "Failures",
+        "Summary",
+        "Geomean speedup over torch_fused",
+        "Roofline",
+        "Kernel: gelu",
+        "Kernel: matmul",
+        "Kernel: sgemm",
+        "Cases",
+        "Correctness",
+        "Ladders",
+        "Profiler",
+        "Autotuning",
+        "PTX / SASS",
+        "CUDA resource usage",
+        "Nsight Compute",
+        "Comparison",
+        "fake-gpu vs cpu-x86_64",
+        "Run comparisons (compare/*.csv)",
+        "Methodology and reproducibility",
+    ):
+        assert re.search(rf"<h[1-4][^>]*>{re.escape(title)}", html), title
+        assert re.search(rf"^#+ {re.escape(title)}", md, re.M), title
+    for page in (html, md):
+        # method: timing mode, stopping rule, L2 flush, graph replay, correctness policy
+        for words in (
+            "Stopping rule",
+            "L2 flush",
+            "CUDA-graph replay (GPU only)",
+            "Correctness: every implementation",
+        ):
+            assert words in page
+        # reproducibility: command, versions, config as YAML, hash, commit
+        assert "0123456789abcdef0123456789abcdef01234567" in page
+        assert "sha256:feedfacecafe" in page
+        assert "rel_std: 0.005" in page and "snakemake --cores 1" in page
+        assert "570.86.15" in page and "9.27.1" in page
+        # PTX excerpt with the highlighted 16-byte load; resources; autotune winner
+        assert (
+            "ld.global.v4.b32" in page and "_Z9gelu_vec4PKfPfl" in page and "BLOCK=4096, num_warps=8" in page
+        )
+        assert "KERNEL_LOG.md#gelu-cuda-ladder" in page
+    assert re.search(r"<mark>\s*\d+ » +ld\.global\.v4\.b32", html)
+    assert "no-such-hardware" in html and "nothing to compare" in html
+
+
+def test_html_is_self_contained(gpu):
+    html = gpu["html"]
+    assert not re.search(r"""(src|href|action|poster|data)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
+    assert not re.search(r"<(script|link|iframe|object|embed|base)\b", html, re.I)
+    assert "@import" not in html and "url(" not in html
+    srcs = re.findall(r"<img[^>]*\ssrc=\"([^\"]*)\"", html)
+    assert len(srcs) == html.count("<img") == 11
+    for src in srcs:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG)
+    assert '<meta name="viewport"' in html and "overflow-x: auto" in html
+    assert html.count('<div class="table-wrap">') == html.count("<table>")
+
+
+def outside_fences(md: str) -> str:
+    """The Markdown text outside fenced code blocks (whose content is literal by definition)."""
+    out, fence = [], ""
+    for line in md.splitlines():
+        s = line.strip()
+        if fence:
+            if s == fence:
+                fence = ""
+            continue
+        m = re.match(r"^(`{3,})", s)
+        if m:
+            fence = m.group(1)
+            continue
+        out.append(line)
+    assert not fence, "unclosed code fence"
+    return "\n".join(out)
+
+
+def test_untrusted_strings_are_escaped(gpu, cpu):
+    for page in (gpu["html"], cpu["html"]):
+        assert SCRIPT not in page and "<script" not in page.lower()
+    for page in (gpu["md"], gpu["log"], cpu["md"], cpu["log"]):
+        text = outside_fences(page)
+        assert SCRIPT not in text and "<script" not in text.lower()
+    # verbatim only inside the config's YAML code block
+    assert gpu["md"].count(SCRIPT) == 1 and "note: 'config strings are escaped too: " + SCRIPT in gpu["md"]
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    # shown (escaped) in: a reason, a prediction, an evidence label, a profiler name, a config string
+    assert gpu["html"].count(escaped) >= 8
+    assert escaped in gpu["md"] and escaped in gpu["log"]
+    assert "CUDA out of memory \\| tried to allocate" in gpu["md"]
+
+
+def md_tables(md: str) -> list[list[str]]:
+    tables, cur = [], []
+    for line in md.splitlines():
+        if line.startswith("|"):
+            cur.append(line)
+        elif cur:
+            tables.append(cur)
+            cur = []
+    return tables + ([cur] if cur else [])
+
+
+def unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def test_markdown_tables_keep_their_shape(tmp_path):
+    """Cells with | ` < > $ and newlines neither break the table nor inject markup."""
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "evil")
+    path = root / "evil" / "summary.csv"
+    rows = summary_rows("fake-gpu")
+    evil = "naive$x|`y`<b>z</b>\nline2"
+    for r in rows:
+        if r["impl_key"] == "torch_naive":
+            r["impl_key"] = evil
+            r["reason"] = "a | b ``` c"
+        if r["kernel"] == "matmul":
+            r["kernel"] = "mat$mul/../" + SCRIPT
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    render(root, "evil", tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    tables = md_tables(md)
+    assert len(tables) > 10
+    for t in tables:
+        counts = {unescaped_pipes(line) for line in t}
+        assert len(counts) == 1, t
+    assert "<b>" not in md and "<b>" not in html and "&lt;b&gt;z&lt;/b&gt;" in html
+    assert "naive$x\\|\\`y\\`&lt;b&gt;z&lt;/b&gt; line2" in md
+    assert SCRIPT not in outside_fences(md) and SCRIPT not in html
+    plots = sorted(p.name for p in (tmp_path / "out" / "plots").iterdir())
+    assert all(re.fullmatch(r"[a-z0-9_-]+\.png", p) for p in plots) and len(plots) == 10
+
+
+def test_md_escape_and_code_blocks():
+    assert md_escape("a|b") == "a\\|b"
+    assert md_escape("`x`") == "\\`x\\`"
+    assert md_escape("<i>&amp;") == "&lt;i&gt;&amp;amp;"
+    assert md_escape("two\nlines") == "two lines"
+    assert md_escape("torch_fused") == "torch_fused"
+    assert md_escape("_init_") == "\\_init\\_"
+    block = md_code_block("x\n````\ny")
+    assert block.startswith("`````\n") and block.endswith("\n`````")
+
+
+# ------------------------------------------------------------------ determinism
+def test_rendering_is_byte_identical(gpu, tmp_path):
+    """A second rendering, in a fresh interpreter with another hash seed, gives the same bytes."""
+    out2 = tmp_path / "again"
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    code = (
+        "import sys; from pathlib import Path; from kernellab.report import render; "
+        "render(Path(sys.argv[1]), 'fake-gpu', Path(sys.argv[2]), others=['cpu-x86_64', 'no-such-hardware'])"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURE), str(out2)],
+        check=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    first = sorted(p.relative_to(gpu["out"]) for p in gpu["out"].rglob("*") if p.is_file())
+    second = sorted(p.relative_to(out2) for p in out2.rglob("*") if p.is_file())
+    assert first == second
+    for rel in first:
+        assert (gpu["out"] / rel).read_bytes() == (out2 / rel).read_bytes(), rel
+
+
+def test_rerender_removes_stale_plots(tmp_path):
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "old_kernel_latency.png").write_bytes(PNG)
+    render(FIXTURE, "cpu-x86_64", tmp_path)
+    assert not (tmp_path / "plots" / "old_kernel_latency.png").exists()
+
+
+# ------------------------------------------------------------------ failures and best
+def test_failing_rows_are_flagged_and_never_best(gpu):
+    rows = summary_rows("fake-gpu")
+    (bad,) = [r for r in rows if (r["impl_key"], r["dtype"], r["shape"]) == ("triton", "bf16", "268435456")]
+    assert bad["check_status"] == "failed" and bad["is_best"] == "True"  # the fixture's trap
+    res = load(FIXTURE, "fake-gpu")
+    annotate(res)
+    for r in res.summary:
+        if r["status"] != "ok" or r["check_status"] == "failed":
+            assert not r["best"] and math.isnan(r["speedup"]), r["impl_key"]
+    best = [
+        r
+        for r in res.summary
+        if r["best"] and r["kernel"] == "gelu" and r["dtype"] == "bf16" and r["shape"] == "268435456"
+    ]
+    assert [r["impl_key"] for r in best] == ["cuda@vec4"]
+
+    html = gpu["html"]
+    summary = html.split('id="summary"')[1].split("</section>")[0]
+    gelu_bf16 = [
+        row for row in re.findall(r"<tr[^>]*>.*?</tr>", summary) if "<td>gelu</td><td>bf16</td>" in row
+    ]
+    assert len(gelu_bf16) == 1 and "<td>cuda@vec4</td>" in gelu_bf16[0] and "triton" not in gelu_bf16[0]
+    failures = html.split('id="failures"')[1].split("</section>")[0]
+    for status, reason in (
+        ("oom", "CUDA out of memory"),
+        ("error", "launch failed"),
+        ("incorrect", "correctness check failed"),
+    ):
+        assert re.search(rf'<tr class="bad">.*⚠ {status}.*{reason}', failures), status
+    cases = [row for row in re.findall(r"<tr[^>]*>.*?</tr>", html) if "⚠ incorrect" in row]
+    assert cases and all('class="bad"' in row and "★" not in row for row in cases)
+    for page in (html, gpu["md"]):
+        assert "⚠ incorrect" in page and "⚠ oom" in page and "⚠ error" in page
+
+
+# ------------------------------------------------------------------ kernel log
+def test_kernel_log_tables_speedups_and_verdicts(gpu):
+    log = gpu["log"]
+    assert log == kernel_log(FIXTURE / "fake-gpu")
+    rows = summary_rows("fake-gpu")
+    for kernel, steps, shape in (
+        ("gelu", ["course", "vec4", "vec4_ilp"], "268435456"),
+        ("sgemm", ["naive", "coalesced", "smem_tiling", "blocktile_1d"], "4096x4096x4096"),
+    ):
+        section = log.split(f"## {kernel} cuda ladder")[1].split("\n## ")[0]
+        assert "| step | impl_key | time µs |" in section
+        t = [median(rows, kernel, f"cuda@{s}", shape, "fp32") for s in steps]
+        for i in range(1, len(steps)):
+            prev, first = t[i - 1] / t[i], t[0] / t[i]
+            line = next(x for x in section.splitlines() if x.startswith(f"| {i + 1}. {steps[i]} |"))
+            cells = [c.strip() for c in line.split("|")]
+            assert f"{prev:.2f}×" in cells and f"{first:.2f}×" in cells, line
+    gelu = log.split("## gelu cuda ladder")[1].split("\n## ")[0]
+    assert gelu.count("**Prediction held: yes**") == 3
+    assert "571.0 (-62%)" in gelu and "24 (-6)" in gelu  # ncu deltas from the previous step
+    assert "```\nld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4];\n```" in gelu
+    sgemm = log.split("## sgemm cuda ladder")[1]
+    assert "### 3. smem_tiling (cuda@smem_tiling) — regression" in sgemm
+    assert "| regression |" in sgemm
+    smem = sgemm.split("### 3. smem_tiling")[1].split("### 4.")[0]
+    assert "**Prediction held: no**" in smem and "below the range" in smem
+    block = sgemm.split("### 4. blocktile_1d")[1].split("### 5.")[0]
+    assert "**Prediction held: no**" in block and "above the range" in block
+    warp = sgemm.split("### 5. warptile")[1]
+    assert "**Prediction held: unknown**" in warp and "not measured on this hardware" in warp
+    assert "| baseline: torch\\_fused |" not in sgemm and "| baseline: torch_fused |" in sgemm
+
+
+def test_kernel_log_cpu_run_keeps_every_ladder(cpu):
+    log = cpu["log"]
+    assert "CPU run" in log
+    for heading in ("## gelu cuda ladder", "## sgemm cuda ladder"):
+        assert heading in log
+    # 7 CUDA steps with an unavailable row: once in the table, once as the outcome
+    assert log.count("not measured on this hardware: CUDA unavailable: no GPU on this machine") == 2 * 7
+    assert "not measured on this hardware: no result for this step in summary.csv" in log  # warptile
+    assert "**Idea:** The course's kernel" in log and "**Prediction:** 5-10x over naive." in log
+    assert "**Prediction held: yes**" not in log
+    assert "this is a CPU run; the predictions are for the GPU" in log
+
+
+# ------------------------------------------------------------------ CPU, comparison, missing files
+def test_cpu_run_is_announced(gpu, cpu):
+    assert "This is a CPU run." in cpu["html"] and "This is a CPU run." in cpu["md"]
+    assert "not GPU numbers" in cpu["html"]
+    assert "CPU run" not in gpu["html"]
+
+
+def test_comparison_only_when_asked(gpu, cpu):
+    assert "cpu-x86_64 vs" not in cpu["html"] and 'id="comparison"' not in cpu["html"]
+    cmp = gpu["html"].split('id="comparison"')[1]
+    assert "fake-gpu vs cpu-x86_64" in cmp and "common case(s)" in cmp
+    assert "SLOWER" in cmp and "FASTER" in cmp and "AMBIGUOUS" in cmp
+    # triton bf16 268435456 failed on fake-gpu; gelu 65536 fp32 torch_fused is common
+    common = cmp.split("Common cases")[1].split("</details>")[0]
+    assert "<td>torch_fused</td><td>fp32</td><td>65536</td>" in common
+    assert "268435456" not in common
+
+
+def test_missing_optional_files_and_columns(tmp_path):
+    root = tmp_path / "results"
+    (root / "bare").mkdir(parents=True)
+    keep = ["kernel", "impl_key", "shape", "dtype", "status", "median_us"]
+    with (root / "bare" / "summary.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keep, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(summary_rows("fake-gpu"))
+    (root / "bare" / "ladders.json").write_text("{not json", encoding="utf-8")
+    files = render(root, "bare", tmp_path / "out")
+    html = files["report.html"].read_text(encoding="utf-8")
+    assert "Kernel: gelu" in html and "ladders.json: unreadable JSON" in html
+    (root / "empty").mkdir()
+    files = render(root, "empty", tmp_path / "out2")
+    assert "summary.csv is missing" in files["report.html"].read_text(encoding="utf-8")
+
+
+def test_ptx_paths_stay_inside_results(gpu):
+    assert "../../../../etc/passwd (not found inside the results directory)" in gpu["html"]
+    assert "root:x:" not in gpu["html"]
+
+
+def test_excerpt_keeps_the_telling_lines():
+    text = "\n".join(
+        [".visible .entry k("]
+        + [f"mov.u32 %r{i}, 0;" for i in range(200)]
+        + [
+            "ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];",
+            "wgmma.mma_async.sync.aligned.m64n128k16",
+            "st.local.u32 [%rd2], %r1;",
+        ]
+        + ["add.s32 %r1, %r1, 1;"] * 100
+    )
+    lines, counts = excerpt_lines(text)
+    shown = [ln for ln in lines if not ln["gap"]]
+    assert len(shown) <= 40
+    assert counts == {"ld.global.v4": 1, "wgmma": 1, "st.local": 1}
+    assert sum(ln["hl"] for ln in shown) == 3 and shown[0]["text"] == ".visible .entry k("
+    assert any(ln["gap"] for ln in lines)
