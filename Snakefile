@@ -27,6 +27,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         rules.publish.output,
-    default_target: True

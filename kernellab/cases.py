@@ -73,7 +73,7 @@ class KernelPlan:
     dtypes: list[str]
     shapes: list[tuple[int, ...]]
     check_shapes: list[tuple[int, ...]]
-    step_shapes: list[tuple[int, ...]] | None  # None: ladder steps run every shape
+    impl_shapes: dict[str, list[tuple[int, ...]]]  # impl kind or key -> its only shapes
     impls: list[str] | None  # None: every registered implementation
     params: dict[str, list] = field(default_factory=dict)
     profile_shape: tuple[int, ...] | None = None
@@ -89,9 +89,8 @@ class KernelPlan:
         return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
 
     def cases(self, family: Family, impl: Impl, for_check: bool = False) -> list[Case]:
-        shapes = list(self.shapes)
-        if impl.step and self.step_shapes is not None:
-            shapes = [s for s in self.step_shapes]
+        own = self.impl_shapes.get(impl.key, self.impl_shapes.get(impl.impl))
+        shapes = list(own) if own is not None else list(self.shapes)
         if for_check:
             shapes += [s for s in self.check_shapes if s not in shapes]
         out = []
@@ -113,7 +112,7 @@ def kernel_plan(name: str, kcfg: dict, target: str) -> KernelPlan:
             vals = kcfg.get(key)
         return [parse_shape(v) for v in (vals or [])]
 
-    step_shapes = kcfg.get("cpu_step_shapes" if cpu else "step_shapes")
+    impl_shapes = kcfg.get("cpu_impl_shapes" if cpu else "impl_shapes") or {}
     prof = kcfg.get("cpu_profile_shape" if cpu else "profile_shape")
     main = shapes("shapes")
     return KernelPlan(
@@ -121,7 +120,7 @@ def kernel_plan(name: str, kcfg: dict, target: str) -> KernelPlan:
         dtypes=list(kcfg["dtypes"]),
         shapes=main,
         check_shapes=shapes("check_shapes"),
-        step_shapes=None if step_shapes is None else [parse_shape(v) for v in step_shapes],
+        impl_shapes={k: [parse_shape(v) for v in vals] for k, vals in impl_shapes.items()},
         impls=kcfg.get("impls"),
         params=dict(kcfg.get("params") or {}),
         profile_shape=parse_shape(prof) if prof is not None else (main[len(main) // 2] if main else None),

@@ -47,10 +47,15 @@ def check(config: dict, families: dict | None = None) -> None:
             if key not in fam.impls:
                 raise ConfigError(f"{where}.impls: unknown implementation {key!r} of {name}; "
                                   f"known: {', '.join(fam.impls)}")
-        for field in ("shapes", "cpu_shapes", "check_shapes", "cpu_check_shapes", "step_shapes",
-                      "cpu_step_shapes"):
+        lists = {f: kcfg.get(f) or [] for f in ("shapes", "cpu_shapes", "check_shapes", "cpu_check_shapes")}
+        for field in ("impl_shapes", "cpu_impl_shapes"):
+            for key, vals in (kcfg.get(field) or {}).items():
+                if key not in fam.impls and key not in {i.impl for i in fam.impls.values()}:
+                    raise ConfigError(f"{where}.{field}: {name} has no implementation {key!r}")
+                lists[f"{field}.{key}"] = vals
+        for field, values in lists.items():
             seen: dict = {}
-            for value in kcfg.get(field) or []:
+            for value in values:
                 try:
                     shape = parse_shape(value)
                 except ValueError as exc:

@@ -25,6 +25,10 @@ def setup() -> str:
     """Choose the device and Triton's mode; returns ``"cuda"`` or ``"cpu"``."""
     if not has_gpu():
         os.environ.setdefault("TRITON_INTERPRET", "1")
+    if triton_interpreted():
+        from kernellab.triton_compat import apply_interpreter_fixes
+
+        apply_interpreter_fixes()
     return device()
 
 

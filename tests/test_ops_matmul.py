@@ -2,9 +2,9 @@
 reference, the Triton kernel's tiling and epilogue, its autotune configs, the sm_90
 code it compiles to, and the CUDA SGEMM ladder's registration.
 
-On a machine without a GPU the Triton kernel runs in Triton's interpreter; the
-``interpreter_fixes`` fixture works around two interpreter bugs of Triton 3.6 (see
-there). Tests marked ``gpu`` run on the H200.
+On a machine without a GPU the Triton kernel runs in Triton's interpreter, with the
+fixes of ``kernellab.triton_compat`` (applied by ``runtime.setup``). Tests marked ``gpu``
+run on the H200.
 """
 
 from __future__ import annotations
@@ -37,56 +37,6 @@ WRITES_OUT = ("torch_fused", "triton")  # the implementations that must return `
 # a small config, forced, so that small shapes still span several tiles and groups
 SMALL = triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}, num_warps=4, num_stages=2)
 DEVICE = runtime.device()
-
-
-# --------------------------------------------------------------------- interpreter
-def _bf16_as_fp32(handle):
-    """An interpreter bf16 tensor (stored as uint16 bit patterns) as float32 (exact)."""
-    import triton.language as tl
-    from triton.runtime.interpreter import TensorHandle
-
-    if handle.dtype != tl.bfloat16:
-        return handle
-    bits = np.asarray(handle.data).astype(np.uint32) << 16
-    return TensorHandle(bits.view(np.float32), tl.float32)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def interpreter_fixes():
-    """Two bugs of Triton 3.6's interpreter (the CPU stand-in for the GPU), patched for
-    this module only; compiled Triton (any GPU) is untouched.
-
-    1. With NumPy >= 2.4, a loop bound computed from a kernel argument (``range(0,
-       tl.cdiv(K, BLOCK_K))``) fails: the interpreter converts a 1-element array with
-       ``int()``, which NumPy 2.4 refuses (triton-lang/triton#9171, fixed upstream by
-       #9172 with the same change as here).
-    2. ``tl.dot`` of bf16 operands multiplies their raw uint16 bit patterns
-       (``np.matmul`` on the storage type): garbage. Here the operands are widened to
-       fp32 first, exactly (products of bf16 values are exact in fp32), as the tensor
-       cores do.
-    """
-    if not runtime.triton_interpreted():
-        yield
-        return
-    from triton.runtime import interpreter as interp
-
-    orig_patch = interp._patch_lang_tensor
-    orig_dot = interp.InterpreterBuilder.create_dot
-
-    def patch_lang_tensor(tensor, scope):
-        orig_patch(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
-
-    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-        return orig_dot(self, _bf16_as_fp32(a), _bf16_as_fp32(b), d, input_precision, max_num_imprecise_acc)
-
-    interp._patch_lang_tensor = patch_lang_tensor
-    interp.InterpreterBuilder.create_dot = create_dot
-    try:
-        yield
-    finally:
-        interp._patch_lang_tensor = orig_patch
-        interp.InterpreterBuilder.create_dot = orig_dot
 
 
 # --------------------------------------------------------------------- helpers

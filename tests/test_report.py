@@ -409,3 +409,50 @@ def test_excerpt_keeps_the_telling_lines():
     assert counts == {"ld.global.v4": 1, "wgmma": 1, "st.local": 1}
     assert sum(ln["hl"] for ln in shown) == 3 and shown[0]["text"] == ".visible .entry k("
     assert any(ln["gap"] for ln in lines)
+
+
+def test_pipeline_layout_staging_set_and_root_compare(tmp_path):
+    """As the report rule runs it: the set in a staging root, rendered into its own
+    directory; other sets and compare/*.csv under the published results root."""
+    stage, results = tmp_path / ".staging", tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", stage / "fake-gpu")
+    shutil.rmtree(stage / "fake-gpu" / "compare")
+    shutil.copytree(FIXTURE / "cpu-x86_64", results / "cpu-x86_64")
+    (results / "compare").mkdir()
+    cols = "kernel,impl_key,shape,dtype,params,median_a_us,median_b_us,change,verdict,a,b\n"
+    (results / "compare" / "cpu-x86_64__vs__fake-gpu.csv").write_text(
+        cols + "gelu,torch_fused,65536,fp32,,60.0,5.1,-0.915,FASTER,cpu-x86_64,fake-gpu\n", encoding="utf-8"
+    )
+    (results / "compare" / "other__vs__another.csv").write_text(
+        cols + "gelu,triton,65536,fp32,,1.0,2.0,1.0,SLOWER,other,another\n", encoding="utf-8"
+    )
+    out = stage / "fake-gpu"
+    first = render(stage, "fake-gpu", out, others=["cpu-x86_64"], others_root=results)
+    html = first["report.html"].read_text(encoding="utf-8")
+    cmp = html.split('id="comparison"')[1]
+    assert "fake-gpu vs cpu-x86_64" in cmp and "cpu-x86_64__vs__fake-gpu.csv" in cmp
+    assert "other__vs__another.csv" not in cmp and "SLOWER" not in cmp
+    before = {k: p.read_bytes() for k, p in first.items()}
+    again = render(stage, "fake-gpu", out, others=["cpu-x86_64"], others_root=results)
+    assert {k: p.read_bytes() for k, p in again.items()} == before  # its own pages are not inputs
+
+
+def test_rows_whose_check_did_not_pass_are_not_results(tmp_path):
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "x")
+    rows = summary_rows("fake-gpu")
+    for r in rows:
+        if (r["kernel"], r["impl_key"], r["shape"], r["dtype"]) == ("gelu", "torch_fused", "65536", "fp32"):
+            r["check_status"] = "not checked"
+    with (root / "x" / "summary.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    res = load(root, "x")
+    annotate(res)
+    case = [r for r in res.summary if (r["kernel"], r["shape"], r["dtype"]) == ("gelu", "65536", "fp32")]
+    assert all(math.isnan(r["speedup"]) for r in case)  # no valid baseline left in this case
+    (fused,) = [r for r in case if r["impl_key"] == "torch_fused"]
+    assert not fused["valid"] and not fused["best"]
+    html = render(root, "x", tmp_path / "out")["report.html"].read_text(encoding="utf-8")
+    assert "⚠ check not checked" in html and "correctness check not checked" in html

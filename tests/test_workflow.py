@@ -35,7 +35,7 @@ def test_dry_run_of_the_default_config_lists_every_rule():
 def tiny_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run")
     t0 = time.time()
-    proc = _snakemake("--cores", "1", "--configfile", "config/test.yaml", *_dirs(tmp))
+    proc = _snakemake("--cores", "1", "--configfile", "config/test.yaml", "--replace-workflow-config", *_dirs(tmp))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
     sets = [p for p in (tmp / "results").iterdir() if p.is_dir()]
     assert len(sets) == 1
@@ -62,7 +62,7 @@ def test_tiny_cpu_run_produces_the_results_contract(tiny_run):
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_cases_and_columns(tiny_run, tmp_path):
     reference, _ = tiny_run
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/test.yaml", *_dirs(tmp_path)]
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/test.yaml", "--replace-workflow-config", *_dirs(tmp_path)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     stage = tmp_path / "staging"
@@ -72,7 +72,7 @@ def test_killed_run_resumes_to_the_same_cases_and_columns(tiny_run, tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)  # SIGKILL half-way: no cleanup of any kind
     proc.wait()
     assert not list((tmp_path / "results").glob("*/summary.csv")), "a half run must not publish"
-    again = _snakemake("--cores", "1", "--configfile", "config/test.yaml", *_dirs(tmp_path))
+    again = _snakemake("--cores", "1", "--configfile", "config/test.yaml", "--replace-workflow-config", *_dirs(tmp_path))
     assert again.returncode == 0, (again.stdout + again.stderr)[-5000:]
     resumed = pd.read_csv(next((tmp_path / "results").glob("*/summary.csv")), keep_default_na=False)
     full = pd.read_csv(reference / "summary.csv", keep_default_na=False)

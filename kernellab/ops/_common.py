@@ -49,6 +49,10 @@ def compiled(fn: Callable, **compile_kwargs) -> Callable:
         if "fn" not in holder:
             import torch
 
+            # one worker sees every shape and dtype of its family: allow the recompiles,
+            # and never fall back to eager silently (that would time PyTorch, not Inductor)
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+            torch._dynamo.config.fail_on_recompile_limit_hit = True
             holder["fn"] = torch.compile(fn, **compile_kwargs)
         return holder["fn"](*inputs, **params)
 

@@ -8,10 +8,11 @@ Inputs are drawn from uniform(0.5, 1.5), not from a normal distribution: the sum
 zero-mean data is near 0, so a relative error against it says nothing (it would be
 error / sqrt(n) instead of error / n). With positive data |sum| = sum(|x|), so the
 harness's relative error is the error relative to sum(|x|), the scale that fp32
-rounding works at. It also exposes a real failure mode: a single fp32 accumulator
-stalls once the running sum reaches 2^25 (an increment below 2, half an ulp there,
-rounds away), so kernels that add elements one by one into one float fail the check
-beyond about 2^25 elements. The reference is x.sum() in float64.
+rounding works at. It also exposes a real failure mode: a kernel that adds elements one
+by one into one fp32 float rounds at every add (relative error about 1e-5 * sqrt(n /
+2^20), the fp32 tolerance near 2^20 elements) and stalls once the running sum reaches
+2^25 (an increment below 2, half an ulp there, rounds away). The reference is x.sum()
+in float64.
 
 The CUDA ladder (ladder ``cuda_reduction``) follows the classic reduction course:
 atomics, a shared-memory tree, warp shuffles, then 16-byte loads. The Triton kernel is a
@@ -141,8 +142,10 @@ CUDA_STEPS = [
         "reduction at all.",
         "Bound by same-address atomics, which serialize at the one L2 slice that owns the address: "
         "about 0.5-5e9 per second, so 2^28 elements take 50-500 ms, 0.05-0.5% of the copy bandwidth. "
-        "The sum is also wrong beyond about 2^25 elements: the fp32 running sum stalls at 2^25 once "
-        "every 0.5-1.5 increment is below half an ulp, so expect check failures at 2^26-2^28.",
+        "If every element is its own fp32 add, the sum is also wrong: each add rounds the running sum, "
+        "a relative error of about 1e-5 * sqrt(n / 2^20), so the fp32 check fails from about 2^20 "
+        "elements, and beyond 2^25 the sum stalls (every 0.5-1.5 increment is below half an ulp): "
+        "expect failed checks at the large sizes.",
         None, (0.05, 0.5),
     ),
     (
@@ -151,7 +154,9 @@ CUDA_STEPS = [
         "__syncthreads per level) and issues one atomicAdd per block.",
         "Atomics drop by the block size (256-1024x), so the kernel becomes memory-bound but "
         "latency-limited by the log2(block) barrier levels with most threads idle: 30-60% of copy "
-        "bandwidth, 100-1000x over atomic (and a correct sum).",
+        "bandwidth, 100-1000x over atomic. Rounding now comes from the per-block atomics, about "
+        "1e-5 * sqrt(atomics / 2^20): with one block per 256 elements that is 1e-5 at 2^28, at the "
+        "fp32 tolerance; blocks that loop over more elements stay well below.",
         (100.0, 1000.0), (30.0, 60.0),
     ),
     (

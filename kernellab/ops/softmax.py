@@ -1,17 +1,18 @@
 """Softmax over the last dimension of a 2-D (rows, cols) tensor.
 
 Memory-bound: one read and one write per element (bytes = 2 * rows * cols * element
-size), about 5 FLOPs per element (max, subtract, exp, sum, scale). At 4096 x 4096 fp32
-that is 128 MiB moved, about 32 us at 4.2 TB/s; at 4096 x 32768 fp32, 1 GiB, about
-0.26 ms. The exp runs on the special-function units (16/clk/SM, about 4e12/s on the
-H200), a quarter of their rate at the copy bandwidth: the FLOPs stay noise as long as a
-kernel computes each exp once or twice.
+size), about 5 FLOPs per element (max, subtract, exp, sum, scale). At 4096 x 8192 fp32
+(the profile shape) that is 256 MiB moved, about 64 us at 4.2 TB/s; at 4096 x 32768
+fp32, 1 GiB, about 0.26 ms. One exp per element at the copy bandwidth uses an eighth
+(fp32) to a quarter (bf16) of the special-function units' rate (16/clk/SM, about 4e12/s
+on the H200): the FLOPs stay noise as long as a kernel computes each exp once or twice.
 
 The Triton ladder (ladder ``softmax``): the naive PyTorch chain (five kernels), one
 program per row holding the row in registers (``fused_row``), the online softmax that
 streams long rows in chunks (``online``), and an autotuned launcher that picks one-pass
 or online by the row length and packs several short rows into one program
-(``autotuned``). Ladder numbers are given at 4096 x 4096 fp32.
+(``autotuned``); the three Triton steps share one kernel (constexpr ONLINE picks the
+path). Ladder numbers are given at 4096 x 8192 fp32, the profile shape.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
 from kernellab.triton_utils import CompileSpec, launch, triton_type
 
-# The one-pass kernel keeps a whole (padded) row in registers; above this many columns
-# the autotuned launcher streams the row with the online kernel instead.
+# The one-pass path keeps a whole (padded) row in registers; above this many columns the
+# autotuned launcher streams the row with the online path instead.
 ONE_PASS_MAX_COLS = 8192
 ONLINE_CHUNK = 4096  # chunk of the (untuned) online step
 
@@ -186,17 +187,21 @@ def _spec(kernel, dtype, block_cols, tile, online, warps, label):
                        num_warps=warps, label=label, divisible=DIVISIBLE)
 
 
+# Specs at the profile shape's width (8192 columns) as each step launches it, plus the
+# autotuned step's short-row and long-row paths.
 def fused_row_specs(dtype: str):
-    return [_spec(softmax_kernel, dtype, 4096, 4096, False, 8, "cols=4096: one row per program, num_warps=8")]
+    return [_spec(softmax_kernel, dtype, 8192, 8192, False, row_warps(8192),
+                  "cols=8192: one row per program, num_warps=16")]
 
 
 def online_specs(dtype: str):
-    return [_spec(softmax_kernel, dtype, 4096, ONLINE_CHUNK, True, 8,
-                  f"cols=4096: online, chunk {ONLINE_CHUNK}, num_warps=8")]
+    return [_spec(softmax_kernel, dtype, 8192, ONLINE_CHUNK, True, row_warps(ONLINE_CHUNK),
+                  f"cols=8192: online, chunk {ONLINE_CHUNK}, num_warps=8")]
 
 
 def autotuned_specs(dtype: str):
     return [
+        _spec(softmax_tuned, dtype, 8192, 8192, False, 16, "cols=8192: TILE=8192 (one row), num_warps=16"),
         _spec(softmax_tuned, dtype, 256, 4096, False, 4,
               "cols=256: TILE=4096 (16 rows per program), num_warps=4"),
         _spec(softmax_tuned, dtype, 32768, 8192, True, 16, "cols=32768: online, chunk 8192, num_warps=16"),
@@ -237,20 +242,21 @@ FAMILY.add(Impl(
     idea="The textbook formula as five PyTorch ops (max, subtract, exp, sum, divide): each one a "
          "kernel that reads, and three of them write, a whole rows x cols tensor.",
     prediction="5 reads + 3 writes instead of 1 + 1: at best a quarter of the copy bandwidth counted "
-               "against the 2-pass byte count, so 15-25% of copy bandwidth at 4096x4096 fp32 (64 MiB, "
-               "slightly above the 60 MB L2, so few intermediates survive in L2).",
+               "against the 2-pass byte count, so 15-25% of copy bandwidth at 4096x8192 fp32 (128 MiB "
+               "per tensor, twice the L2: no intermediate survives in it).",
     expect_pct_of_peak=(12.0, 25.0),
 ))
 FAMILY.add(Impl(
     "softmax", "triton", "triton", softmax_fused_row, step="fused_row", order=2, ladder="softmax",
     idea="One program per row holds the whole row in registers (BLOCK = next_power_of_2(cols)): "
          "max, exp, sum and scale on chip, one read and one write per element.",
-    prediction="Traffic drops from 8 to 2 passes: 3-4x over naive, 70-85% of copy bandwidth at "
-               "4096x4096 fp32 (16 values per thread, two block-wide reductions per row). Falls off "
+    prediction="Traffic drops from 8 to 2 passes: 3-4.5x over naive, 75-88% of copy bandwidth at "
+               "4096x8192 fp32 (16 warps, 16 values and about 40 registers per thread, up to 4 rows "
+               "per SM in flight; two block-wide reductions per row). Falls off "
                "at 32768 columns (about 100 registers per thread: one 512-thread program per SM, whose "
                "load, reduce and store phases do not overlap) and at 128-256 columns (a 0.5-1 KB "
                "row per program keeps too few bytes in flight).",
-    expect_speedup=(3.0, 4.5), expect_pct_of_peak=(70.0, 85.0),
+    expect_speedup=(3.0, 4.5), expect_pct_of_peak=(75.0, 88.0),
     triton_kernels=(), compile_specs=fused_row_specs,
 ))
 FAMILY.add(Impl(
@@ -259,10 +265,11 @@ FAMILY.add(Impl(
          "rescaled running sum per lane (one pass), then a second pass writes exp(x - max) / sum; "
          "register use no longer grows with the row length.",
     prediction="The second read of a row mostly hits L1/L2, so DRAM traffic stays near 2 passes, but "
-               "it adds load instructions and one more exp per element: 0.85-1.0x of fused_row at "
-               "4096x4096 fp32 (65-85% of copy bandwidth); at 4096x32768 fp32 it should beat "
-               "fused_row by 1.2-2x (no 64-value-per-thread rows, better occupancy).",
-    expect_speedup=(0.85, 1.0), expect_pct_of_peak=(65.0, 85.0),
+               "it adds load instructions and two more exps per element (three in all, still a "
+               "third of the special-function rate): 0.8-1.0x of fused_row at 4096x8192 fp32 (65-85% "
+               "of copy bandwidth); at 4096x32768 fp32 it should beat fused_row by 1.2-2x (no "
+               "64-value-per-thread rows, several programs per SM).",
+    expect_speedup=(0.8, 1.0), expect_pct_of_peak=(65.0, 85.0),
     triton_kernels=(), compile_specs=online_specs,
 ))
 FAMILY.add(Impl(
@@ -270,9 +277,10 @@ FAMILY.add(Impl(
     idea="Autotune warps and TILE (elements per program); rows up to 8192 columns take the "
          "one-pass path with max(TILE // BLOCK_COLS, 1) rows per program, longer rows the online "
          "path with TILE as the chunk.",
-    prediction="At 4096x4096 fp32 1.0-1.2x over online (one pass, tuned warps): 80-90% of copy "
-               "bandwidth. The big wins are elsewhere: 1.5-3x over fused_row at 128-512 columns "
-               "(16-32 rows per program), and online's speed at 32768 columns.",
-    expect_speedup=(1.0, 1.25), expect_pct_of_peak=(78.0, 92.0),
+    prediction="At 4096x8192 fp32 1.0-1.25x over online (one pass again, tuned warps and rows per "
+               "program): 78-90% of copy bandwidth, fused_row's level or a little above. The big wins "
+               "are elsewhere: 1.5-3x over fused_row at 128-512 columns (8-64 rows per program), and "
+               "online's speed at 16384-32768 columns.",
+    expect_speedup=(1.0, 1.25), expect_pct_of_peak=(78.0, 90.0),
     triton_kernels=(softmax_tuned,), compile_specs=autotuned_specs,
 ))

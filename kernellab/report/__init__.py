@@ -12,10 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def render(results_root: Path, hardware: str, out_dir: Path, others=()) -> dict[str, Path]:
+def render(
+    results_root: Path, hardware: str, out_dir: Path, others=(), others_root: Path | None = None
+) -> dict[str, Path]:
+    """Render results_root/hardware into out_dir; see kernellab.report.render.render."""
     from kernellab.report.render import render as _render
 
-    return _render(results_root, hardware, out_dir, others=list(others))
+    return _render(results_root, hardware, out_dir, others=list(others), others_root=others_root)
 
 
 def kernel_log(results_dir: Path) -> str:

@@ -17,7 +17,7 @@ import yaml
 from kernellab.report import fmt, plots
 from kernellab.report.fmt import gh_anchor, html_id
 from kernellab.report.ladder import LadderView, analyse_all
-from kernellab.report.load import Results, is_valid, shape_sort_key
+from kernellab.report.load import Results, check_failed, is_valid, shape_sort_key
 from kernellab.report.model import (
     BASELINE,
     annotate,
@@ -299,7 +299,7 @@ def method(res: Results) -> list[str]:
         "are discarded and counted (throttled samples).",
         "Correctness: every implementation is compared with a float64 reference on several seeds; "
         "the relative norm error ||out − ref|| / ||ref|| must stay within the dtype's tolerance "
-        f"({tol}). Rows whose status is not ok, or whose check failed, are flagged ⚠, never chosen "
+        f"({tol}). Rows whose status is not ok, or whose check did not pass, are flagged ⚠, never chosen "
         "as best, and left out of speedups, geomeans, plots and the roofline.",
         "Peaks: % of peak is against this machine's measured ceilings (copy bandwidth for "
         "memory-bound kernels, the measured matmul rate of the dtype for matmul families), not the "
@@ -312,11 +312,14 @@ def method(res: Results) -> list[str]:
 def failures_table(res: Results) -> Table:
     groups: dict[tuple, list[dict]] = {}
     for r in res.summary:
-        if r["status"] != "ok" or r["check_status"] == "failed":
-            status = r["status"] if r["status"] != "ok" else "incorrect"
+        if r["status"] != "ok" or check_failed(r):
+            if r["status"] != "ok":
+                status = r["status"]
+            else:
+                status = "incorrect" if r["check_status"] == "failed" else f"check {r['check_status']}"
             reason = r["reason"]
-            if status == "incorrect" and not reason:
-                reason = "correctness check failed"
+            if r["status"] == "ok" and not reason:
+                reason = f"correctness check {r['check_status']}"
             groups.setdefault((r["kernel"], r["impl_key"], status, reason), []).append(r)
     t = Table(
         ["kernel", "impl_key", "status", "cases", "which", "reason"], numeric=[False, False, False, True]
@@ -575,7 +578,7 @@ def correctness_table(res: Results, kernel: str) -> tuple[Table, str]:
         if k in seen:
             continue
         seen.add(k)
-        bad = r["check_status"] == "failed"
+        bad = check_failed(r)
         t.add(
             [
                 "⚠" if bad else "✓" if r["check_status"] == "ok" else "",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from kernellab.report import fmt
 from kernellab.report.fmt import gh_anchor
-from kernellab.report.load import Results, shape_numel, shape_sort_key
+from kernellab.report.load import Results, check_failed, shape_numel, shape_sort_key
 from kernellab.report.model import ceiling, metric_label, pct_of_ceiling, value
 from kernellab.report.tables import Table
 from kernellab.stats import AMBIGUOUS, SLOWER, classify
@@ -140,8 +140,8 @@ def _why_not(res: Results, kernel: str, key: str, dtype: str, row: dict | None) 
     if row is not None:
         if row["status"] != "ok":
             return _status_text(row)
-        if row["check_status"] == "failed":
-            return "measured but incorrect (correctness check failed)" + (
+        if check_failed(row):
+            return f"measured but not correct (correctness check {row['check_status']})" + (
                 f": {row['reason']}" if row["reason"] else ""
             )
         return f"{NOT_MEASURED}: no time recorded"

@@ -231,12 +231,22 @@ def normalize_summary_row(raw: dict) -> dict:
     return r
 
 
+# check_status values of a row whose correctness check passed ("": no such column)
+CHECK_PASSED = ("ok", "")
+
+
+def check_failed(r: dict) -> bool:
+    """The correctness check did not pass (failed, errored, or was not run)."""
+    return r.get("check_status", "") not in CHECK_PASSED
+
+
 def is_valid(r: dict) -> bool:
-    """Measured and correct: may be best, may enter speedups and plots."""
+    """Measured and correct (status ok, check passed, a positive time): may be best,
+    may enter speedups, geomeans, plots and the roofline."""
     med = r.get("median_us", math.nan)
     return (
         r.get("status") == "ok"
-        and r.get("check_status") != "failed"
+        and r.get("check_status") in CHECK_PASSED
         and isinstance(med, float)
         and math.isfinite(med)
         and med > 0
@@ -345,6 +355,26 @@ def _ptx(directory: Path, warnings: list[str]) -> dict[str, list[dict]]:
     return out
 
 
+def read_compare(directory: Path, warnings: list[str], hardware: str = "") -> list[dict]:
+    """Rows of ``directory/*.csv`` written by the compare rule; with ``hardware``, only the
+    rows that compare that set (column a or b, else the file name ``<a>__vs__<b>.csv``)."""
+    out: list[dict] = []
+    if not directory.is_dir():
+        return out
+    for f in sorted(directory.glob("*.csv")):
+        names = f.stem.split("__vs__")
+        for r in read_csv(f, warnings):
+            r = typed(r, ("kernel", "impl_key", "shape", "dtype", "params", "verdict", "a", "b"), COMPARE_NUM)
+            if len(names) == 2:
+                r["a"] = r["a"] or names[0]
+                r["b"] = r["b"] or names[1]
+            if hardware and hardware not in (r["a"], r["b"]):
+                continue
+            r["file"] = f.name
+            out.append(r)
+    return out
+
+
 def load(results_root: Path, hardware: str) -> Results:
     path = Path(results_root) / hardware
     res = Results(hardware=hardware, path=path, exists=path.is_dir())
@@ -389,13 +419,5 @@ def load(results_root: Path, hardware: str) -> Results:
         key=lambda r: (r["file"], r["kernel"]),
     )
     res.ladders = _ladders(read_json(path / "ladders.json", w, []), w)
-    cmp_dir = path / "compare"
-    if cmp_dir.is_dir():
-        for f in sorted(cmp_dir.glob("*.csv")):
-            for r in read_csv(f, w):
-                r = typed(
-                    r, ("kernel", "impl_key", "shape", "dtype", "params", "verdict", "a", "b"), COMPARE_NUM
-                )
-                r["file"] = f.name
-                res.compare.append(r)
+    res.compare = read_compare(path / "compare", w)
     return res

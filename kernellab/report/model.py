@@ -11,7 +11,7 @@ import math
 import re
 
 from kernellab.report.fmt import to_float
-from kernellab.report.load import Results, case_key, is_valid
+from kernellab.report.load import Results, case_key, check_failed, is_valid
 
 BASELINE = "torch_fused"
 _COMPUTE_NAME = re.compile(r"matmul|gemm|(^|_)b?mm($|_)|conv|attention|attn", re.IGNORECASE)
@@ -100,6 +100,8 @@ def flag_of(r: dict) -> tuple[str, str]:
         return "bad", f"⚠ {r['status'] or 'unknown'}"
     if r["check_status"] == "failed":
         return "bad", "⚠ incorrect"
+    if check_failed(r):
+        return "bad", f"⚠ check {r['check_status']}"
     if not r.get("valid"):
         return "bad", "⚠ no time"
     if r.get("best"):

@@ -11,7 +11,7 @@ from markupsafe import Markup
 from kernellab.report import analysis
 from kernellab.report.fmt import Md, md_code_block, md_escape
 from kernellab.report.ladder import analyse_all
-from kernellab.report.load import load
+from kernellab.report.load import load, read_compare
 from kernellab.report.model import annotate
 from kernellab.report.tables import md_table
 
@@ -134,18 +134,29 @@ def kernel_log(results_dir: Path) -> str:
     return _tidy_md(text)
 
 
-def render(results_root: Path, hardware: str, out_dir: Path, others=()) -> dict[str, Path]:
-    """Render ``results_root/hardware`` into ``out_dir``.
+def render(
+    results_root: Path, hardware: str, out_dir: Path, others=(), others_root: Path | None = None
+) -> dict[str, Path]:
+    """Render ``results_root/hardware`` into ``out_dir`` (which may be that directory).
 
     Writes report.html (self-contained), report.md (with plots/*.png beside it),
-    KERNEL_LOG.md and plots/*.png. ``others``: hardware slugs under the same root to
-    compare with. Returns {relative name: path} of every file written. PNGs in
+    KERNEL_LOG.md and plots/*.png. ``others``: result sets to compare with, found
+    under ``others_root`` (default: ``results_root``). Run comparisons are read from
+    ``<set>/compare/*.csv`` and from ``compare/*.csv`` under both roots (rows naming
+    this set). Returns {relative name: path} of every file written. PNGs in
     out_dir/plots that this rendering did not produce are removed, so the folder
     always matches the pages.
     """
     results_root, out_dir = Path(results_root), Path(out_dir)
+    others_root = Path(others_root) if others_root is not None else results_root
     res = load(results_root, hardware)
-    other_res = [load(results_root, o) for o in others if o != hardware]
+    seen = {(res.path / "compare").resolve()}
+    for root in (results_root, others_root):
+        d = root / "compare"
+        if d.resolve() not in seen:
+            seen.add(d.resolve())
+            res.compare.extend(read_compare(d, res.warnings, hardware))
+    other_res = [load(others_root, o) for o in others if o != hardware]
     view = analysis.build(res, other_res)
 
     images: list[analysis.Image] = []

@@ -6,13 +6,19 @@ from pathlib import Path
 from snakemake.utils import validate
 
 ROOT = Path(workflow.basedir).resolve()
-# rule scripts run in their own Python processes: let them import the kernellab package
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+# each rule's script runs in its own Python process; let it import the kernellab package.
+# (it is set here, not required from the caller: no envvars directive)
+os.environ.update(
+    PYTHONPATH=os.pathsep.join(
+        [str(ROOT)]
+        + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
 )
 sys.path.insert(0, str(ROOT))
 
-validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"), set_default=True)
+validate(
+    config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"), set_default=True
+)
 
 from kernellab import config as kl_config  # noqa: E402
 from kernellab import registry  # noqa: E402
@@ -34,7 +40,11 @@ OTHER_SETS = sorted(
     for p in Path(config["results"]).glob("*")
     if p.is_dir() and p.name != SET and (p / "summary.csv").exists()
 )
-CUDA_SOURCES = sorted(str(p) for p in (ROOT / "kernels").rglob("*") if p.suffix in (".cu", ".cuh", ".h", ".cpp", ".py"))
+CUDA_SOURCES = sorted(
+    str(p)
+    for p in (ROOT / "kernels").rglob("*")
+    if p.suffix in (".cu", ".cuh", ".h", ".cpp", ".py")
+)
 
 
 wildcard_constraints:
@@ -46,7 +56,10 @@ CORE_CODE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernellab").glob("
 
 def kernel_code(wildcards):
     """The kernel's own module and the harness: a change to either reruns the kernel's jobs."""
-    return [f"kernellab/ops/{wildcards.kernel}.py", "kernellab/ops/_common.py"] + CORE_CODE
+    return [
+        f"kernellab/ops/{wildcards.kernel}.py",
+        "kernellab/ops/_common.py",
+    ] + CORE_CODE
 
 
 def kernel_config(wildcards):

@@ -5,13 +5,13 @@ rule profile:
     output:
         csv=stage("profile/{kernel}.csv"),
         traces=directory(stage("profile/{kernel}")),
-    params:
-        kernel=kernel_config,
-        timing=config["timing"],
     log:
         stage("logs/profile/{kernel}.log"),
     resources:
         gpu=1,
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     script:
         "../scripts/profile.py"
 
@@ -21,11 +21,11 @@ rule ptx:
         code=kernel_code,
     output:
         index=stage("ptx/{kernel}/index.json"),
+    log:
+        stage("logs/ptx/{kernel}.log"),
     params:
         kernel=kernel_config,
         timing=config["timing"],
-    log:
-        stage("logs/ptx/{kernel}.log"),
     script:
         "../scripts/ptx.py"
 
@@ -36,12 +36,12 @@ rule ncu:
         build=rules.build_cuda.output.json,
     output:
         csv=stage("ncu/{kernel}.csv"),
-    params:
-        kernel=kernel_config,
-        timing=config["timing"],
     log:
         stage("logs/ncu/{kernel}.log"),
     resources:
         gpu=1,
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     script:
         "../scripts/ncu.py"

@@ -4,13 +4,13 @@ rule check:
         build=rules.build_cuda.output.json,
     output:
         csv=stage("check/{kernel}.csv"),
-    params:
-        kernel=kernel_config,
-        timing=config["timing"],
     log:
         stage("logs/check/{kernel}.log"),
     resources:
         gpu=1,
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     script:
         "../scripts/check.py"
 
@@ -23,13 +23,13 @@ rule bench:
     output:
         csv=stage("bench/{kernel}.csv"),
         samples=stage("bench/{kernel}.samples.json.gz"),
-    params:
-        kernel=kernel_config,
-        timing=config["timing"],
     log:
         stage("logs/bench/{kernel}.log"),
     resources:
         gpu=1,
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     script:
         "../scripts/bench.py"
 
@@ -39,12 +39,12 @@ rule autotune:
         code=kernel_code,
     output:
         csv=stage("autotune/{kernel}.csv"),
-    params:
-        kernel=kernel_config,
-        timing=config["timing"],
     log:
         stage("logs/autotune/{kernel}.log"),
     resources:
         gpu=1,
+    params:
+        kernel=kernel_config,
+        timing=config["timing"],
     script:
         "../scripts/autotune.py"

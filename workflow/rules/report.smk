@@ -43,12 +43,12 @@ rule report:
             caption="../../report/captions/plots.rst",
             category="Plots",
         ),
+    log:
+        stage("logs/report.log"),
     params:
         results=config["results"],
         others=OTHER_SETS,
         set_name=SET,
-    log:
-        stage("logs/report.log"),
     script:
         "../scripts/report.py"
 
@@ -59,29 +59,30 @@ rule publish:
     output:
         summary=f"{RESULTS}/summary.csv",
         html=f"{RESULTS}/report.html",
-    params:
-        stage=STAGE,
-        results=RESULTS,
     log:
         f"{config['staging']}/logs/publish-{SET}.log",
+    params:
+        # STAGE and RESULTS, derived from the files (all report outputs lie in STAGE)
+        stage=lambda wildcards, input: os.path.dirname(input[0]),
+        results=lambda wildcards, output: os.path.dirname(output.summary),
     script:
         "../scripts/publish.py"
 
 
 rule compare:
-    wildcard_constraints:
-        a="[a-z0-9_-]+",
-        b="[a-z0-9_-]+",
     input:
         a=f"{config['results']}/{{a}}/summary.csv",
         b=f"{config['results']}/{{b}}/summary.csv",
     output:
         csv=f"{config['results']}/compare/{{a}}__vs__{{b}}.csv",
         png=f"{config['results']}/compare/{{a}}__vs__{{b}}.png",
+    log:
+        f"{config['results']}/compare/{{a}}__vs__{{b}}.log",
+    wildcard_constraints:
+        a="[a-z0-9_-]+",
+        b="[a-z0-9_-]+",
     params:
         threshold=config["compare"]["threshold"],
         min_us=config["compare"]["min_us"],
-    log:
-        f"{config['results']}/compare/{{a}}__vs__{{b}}.log",
     script:
         "../scripts/compare.py"
