@@ -78,7 +78,7 @@ def summarize_run(bench: pd.DataFrame, check: pd.DataFrame, survey: dict, bounds
                                            df.loc[bad_check, "status"])
     df.loc[bad_check, "reason"] = [
         f"correctness {s}: {r}".strip(": ") for s, r in zip(df.loc[bad_check, "check_status"],
-                                                             df.loc[bad_check, "check_reason"])
+                                                             df.loc[bad_check, "check_reason"], strict=True)
     ]
     for col in ("median_us", "bytes", "flops"):
         df[col] = pd.to_numeric(df.get(col), errors="coerce")

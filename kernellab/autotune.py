@@ -23,7 +23,7 @@ def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConf
         inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
         out = family.out_like(*inputs, **params)
 
-        def call():
+        def call(out=out, inputs=inputs, params=params):
             return impl.fn(out, *inputs, **params)
 
         for kernel in impl.triton_kernels:

@@ -86,7 +86,7 @@ class KernelPlan:
         if not grid:
             return [{}]
         names = sorted(grid)
-        return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
 
     def cases(self, family: Family, impl: Impl, for_check: bool = False) -> list[Case]:
         own = self.impl_shapes.get(impl.key, self.impl_shapes.get(impl.impl))

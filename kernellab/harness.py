@@ -13,6 +13,7 @@ other case still runs:
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import Iterator
@@ -229,8 +230,8 @@ def check_family(family: Family, plan: KernelPlan, seeds: list[int], device: str
     for key in plan.impl_keys(family):
         impl = family.impls[key]
         cases = plan.cases(family, impl, for_check=True)
-        rows += _isolated(lambda: check_impl(family, impl, cases, seeds, device), family, impl, cases, timeout_s,
-                          isolate_workers, {"seed": seeds[0] if seeds else 0})
+        work = functools.partial(check_impl, family, impl, cases, seeds, device)
+        rows += _isolated(work, family, impl, cases, timeout_s, isolate_workers, {"seed": seeds[0] if seeds else 0})
     return rows
 
 
@@ -240,8 +241,8 @@ def bench_family(family: Family, plan: KernelPlan, cfg: TimingConfig, device: st
     for key in plan.impl_keys(family):
         impl = family.impls[key]
         cases = plan.cases(family, impl)
-        rows += _isolated(lambda: bench_impl(family, impl, cases, cfg, device), family, impl, cases, timeout_s,
-                          isolate_workers, {"mode": cfg.mode})
+        work = functools.partial(bench_impl, family, impl, cases, cfg, device)
+        rows += _isolated(work, family, impl, cases, timeout_s, isolate_workers, {"mode": cfg.mode})
     return rows
 
 

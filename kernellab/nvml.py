@@ -35,7 +35,8 @@ def reason_names(bits: int) -> list[str]:
         return []
     out = []
     for name in _REASON_NAMES:
-        val = int(getattr(pynvml, "nvmlClocksEventReason" + name, getattr(pynvml, "nvmlClocksThrottleReason" + name, 0)))
+        old = getattr(pynvml, "nvmlClocksThrottleReason" + name, 0)
+        val = int(getattr(pynvml, "nvmlClocksEventReason" + name, old))
         if val and bits & val:
             out.append(name)
     return out

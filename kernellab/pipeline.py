@@ -136,8 +136,7 @@ def profile(config: dict, kernel: str, build_json: str, out_csv: str, trace_dir:
         trace = Path(trace_dir) / f"{key.replace('@', '.')}.trace.json.gz"
 
         def work(impl=impl, case=case, trace=trace):
-            for row in profile_case(fam, impl, case, device, trace):
-                yield row
+            yield from profile_case(fam, impl, case, device, trace)
 
         got, problem = isolate.run(work, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)))
         labels = {**case.labels(), "impl": impl.impl, "step": impl.step}

@@ -24,7 +24,6 @@ def _time(evt, attr_new: str, attr_old: str) -> float:
 
 
 def profile_case(family: Family, impl: Impl, case: Case, device: str, trace_path: Path, calls: int = 3) -> list[dict]:
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     params = case.param_dict

@@ -166,7 +166,7 @@ def _measure_cuda(fn, cfg: TimingConfig, flush) -> Timing:
         before = mon.reading()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(cfg.batch)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(cfg.batch)]
-        for s, e in zip(starts, ends):
+        for s, e in zip(starts, ends, strict=True):
             if flush is not None:
                 flush()
             s.record()
@@ -174,7 +174,7 @@ def _measure_cuda(fn, cfg: TimingConfig, flush) -> Timing:
             e.record()
         torch.cuda.synchronize()
         after = mon.reading()
-        batch = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+        batch = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True)]
         clocks = after.clocks() or clocks
         everything.extend(batch)
         if nvml.throttled(before, after):

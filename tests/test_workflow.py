@@ -23,8 +23,8 @@ def _dirs(tmp: Path) -> list[str]:
     return ["--config", f"staging={tmp / 'staging'}", f"results={tmp / 'results'}"]
 
 
-def test_dry_run_of_the_default_config_lists_every_rule():
-    proc = _snakemake("-n", "--cores", "1")
+def test_dry_run_of_the_default_config_lists_every_rule(tmp_path):
+    proc = _snakemake("-n", "--cores", "1", *_dirs(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     for rule in ("survey", "build_cuda", "check", "bench", "profile", "ptx", "autotune", "aggregate", "report",
                  "publish"):
@@ -62,7 +62,8 @@ def test_tiny_cpu_run_produces_the_results_contract(tiny_run):
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_cases_and_columns(tiny_run, tmp_path):
     reference, _ = tiny_run
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/test.yaml", "--replace-workflow-config", *_dirs(tmp_path)]
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/test.yaml",
+           "--replace-workflow-config", *_dirs(tmp_path)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     stage = tmp_path / "staging"
@@ -72,11 +73,23 @@ def test_killed_run_resumes_to_the_same_cases_and_columns(tiny_run, tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)  # SIGKILL half-way: no cleanup of any kind
     proc.wait()
     assert not list((tmp_path / "results").glob("*/summary.csv")), "a half run must not publish"
-    again = _snakemake("--cores", "1", "--configfile", "config/test.yaml", "--replace-workflow-config", *_dirs(tmp_path))
+    again = _snakemake("--cores", "1", "--configfile", "config/test.yaml", "--replace-workflow-config",
+                       *_dirs(tmp_path))
     assert again.returncode == 0, (again.stdout + again.stderr)[-5000:]
     resumed = pd.read_csv(next((tmp_path / "results").glob("*/summary.csv")), keep_default_na=False)
     full = pd.read_csv(reference / "summary.csv", keep_default_na=False)
     assert list(resumed.columns) == list(full.columns)
     key = ["kernel", "impl_key", "shape", "dtype", "params"]
     assert sorted(map(tuple, resumed[key].values.tolist())) == sorted(map(tuple, full[key].values.tolist()))
-    assert (resumed["status"] == full.set_index(key).loc[list(map(tuple, resumed[key].values))]["status"].values).all()
+    expected = full.set_index(key).loc[list(map(tuple, resumed[key].values))]["status"].values
+    assert (resumed["status"].values == expected).all()
+
+
+@pytest.mark.slow
+def test_snakemake_report_collects_the_outputs(tiny_run, tmp_path):
+    out = tmp_path / "report.zip"
+    staging = tiny_run[0].parents[1] / "staging"
+    proc = _snakemake("--cores", "1", "--configfile", "config/test.yaml", "--replace-workflow-config", "--config",
+                      f"staging={staging}", f"results={tiny_run[0].parent}", "--report", str(out))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert out.stat().st_size > 10_000

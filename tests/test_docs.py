@@ -1,0 +1,43 @@
+"""The README is the contract users read: it must match what the code does."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _readme_test_command() -> str:
+    block = README.split("# 2. install, then run the tests", 1)[1]
+    return block.strip().splitlines()[0].strip()
+
+
+def test_ci_runs_the_readme_test_command():
+    command = _readme_test_command()
+    assert "pytest" in command
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert command in [line.strip() for line in ci]
+
+
+def test_readme_documents_every_summary_column():
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "summary.schema.yaml").read_text())
+    documented = set(re.findall(r"`([a-z_0-9]+)`", README.split("## summary.csv columns", 1)[1]))
+    missing = [c for c in schema["properties"] if c not in documented]
+    assert not missing, f"README lacks summary.csv columns: {missing}"
+
+
+def test_summary_schema_matches_the_columns_written():
+    from kernellab.aggregate import COLUMNS
+
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "summary.schema.yaml").read_text())
+    assert set(COLUMNS) == set(schema["properties"]), set(COLUMNS) ^ set(schema["properties"])
+    assert set(schema["required"]) <= set(COLUMNS)
+
+
+def test_readme_lists_every_status():
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "summary.schema.yaml").read_text())
+    section = README.split("## Statuses", 1)[1].split("##", 1)[0]
+    for status in schema["properties"]["status"]["enum"]:
+        assert f"`{status}`" in section, status
