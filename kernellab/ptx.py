@@ -59,9 +59,11 @@ def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path,
     for dtype in dtypes:
         if not impl.supports(dtype) or impl.compile_specs is None:
             continue
-        for spec in impl.compile_specs(dtype):
+        specs = impl.compile_specs(dtype)
+        for index, spec in enumerate(specs):
             name = _name_of(spec.kernel)
-            stem = f"{impl.key.replace('@', '.')}.{dtype}.{name}"
+            suffix = f".{index}" if len(specs) > 1 else ""
+            stem = f"{impl.key.replace('@', '.')}.{dtype}.{name}{suffix}"
             entry = {"kernel": family.name, "impl_key": impl.key, "dtype": dtype, "source": "triton",
                      "name": name, "config": spec.label, "files": {}, "highlights": {}, "evidence": []}
             try:

@@ -1,0 +1,77 @@
+"""Expected absences (no GPU, no ncu, no cuobjdump, no nvcc) become recorded reasons,
+never a traceback."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kernellab import cuda_build, ncu, registry
+from kernellab import ptx as ptxmod
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ncu_absent_is_recorded_unavailable(monkeypatch):
+    monkeypatch.setattr(ncu.shutil, "which", lambda name: None)
+    row = ncu.profile_step("gelu", "cuda@vec4", "1024", "fp32", "build.json", timeout_s=5)
+    assert row["status"] == "unavailable" and "ncu" in row["reason"]
+
+
+def test_ncu_refusal_is_recorded_with_its_message(monkeypatch):
+    class Done:
+        returncode = 1
+        stdout = "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU counters"
+        stderr = ""
+
+    monkeypatch.setattr(ncu.shutil, "which", lambda name: "/usr/bin/ncu")
+    monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done())
+    row = ncu.profile_step("gelu", "cuda@vec4", "1024", "fp32", "build.json", timeout_s=5)
+    assert row["status"] == "unavailable" and "ERR_NVGPUCTRPERM" in row["reason"]
+
+
+def test_ncu_csv_is_parsed_and_kernels_combined():
+    stdout = "\n".join([
+        "==PROF== Connected to process 1",
+        '"ID","Kernel Name","gpu__time_duration.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed",'
+        '"launch__registers_per_thread","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"',
+        '"","","nsecond","%","register/thread","ratio"',
+        '"0","k1","1,000","90","32","5.5"',
+        '"1","k2","3,000","50","40","1.5"',
+    ])
+    row = ncu.combine(ncu.parse(stdout))
+    assert row["status"] == "ok" and row["n_kernels"] == 2
+    assert row["duration_us"] == 4.0
+    assert abs(row["dram_pct"] - 60.0) < 1e-9  # weighted by duration
+    assert row["registers"] == 40 and row["top_stalls"].startswith("long_scoreboard")
+
+
+def test_missing_cuobjdump_keeps_ptx_and_says_why(tmp_path):
+    # Triton compiles (not interprets) only in a process started with TRITON_INTERPRET=0
+    code = f"""
+import json
+from kernellab import cuda_build, registry, ptx
+cuda_build.find_cuobjdump = lambda: None
+fam = registry.family("gelu")
+from pathlib import Path
+print("RESULT" + json.dumps(ptx.triton_entries(fam, fam.impls["triton"], ["fp32"], Path({str(tmp_path)!r}), 90)))
+"""
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    entries = json.loads(proc.stdout.split("RESULT", 1)[1])
+    assert entries and entries[0]["status"] == "ok"
+    assert "ptx" in entries[0]["files"] and "sass" not in entries[0]["files"]
+    assert "cuobjdump" in entries[0]["reason"]
+
+
+def test_missing_nvcc_makes_cuda_ptx_unavailable(monkeypatch, tmp_path):
+    def no_nvcc(*args, **kwargs):
+        raise cuda_build.ToolNotFound("nvcc not found")
+
+    monkeypatch.setattr(cuda_build, "ptx_and_sass", no_nvcc)
+    fam = registry.family("gelu")
+    entries = ptxmod.cuda_entries(fam, fam.impls["cuda@vec4"], tmp_path, 90, {})
+    assert [e["status"] for e in entries] == ["unavailable"]
+    assert "nvcc" in entries[0]["reason"]
