@@ -67,3 +67,30 @@ def cuda_op(name: str, variant: str) -> Callable:
         return out
 
     return run
+
+
+def row_tile_configs():
+    """Autotune configs of the row kernels (layer norm, RMSNorm). TILE: elements per
+    program (one pass: rows = TILE // BLOCK_COLS) or the chunk (looped), x warps. The
+    interpreter runs the first."""
+    import triton
+
+    return [
+        triton.Config({"TILE": tile}, num_warps=warps)
+        for tile in (2048, 4096, 8192, 1024)
+        for warps in (4, 8, 16)
+    ]
+
+
+def prune_row_tile_configs(configs, named_args, **kwargs):
+    """One pass: every TILE <= BLOCK_COLS runs one row per program; keep one per warp count."""
+    if kwargs.get("LOOPED"):
+        return configs
+    block_cols = kwargs["BLOCK_COLS"]
+    seen, kept = set(), []
+    for cfg in configs:
+        key = (max(cfg.kwargs["TILE"] // block_cols, 1), cfg.num_warps)
+        if key not in seen:
+            seen.add(key)
+            kept.append(cfg)
+    return kept

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.ops._common import compiled, cuda_op, numel, randn, returns_new
+from kernellab.ops._common import compiled, cuda_op, numel, prune_row_tile_configs, randn, returns_new, row_tile_configs
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
 from kernellab.triton_utils import CompileSpec, launch, triton_type
@@ -105,33 +105,9 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
                  mask=mask)
 
 
-def triton_configs():
-    """TILE: elements per program (one pass: rows = TILE // BLOCK_COLS) or the chunk
-    (looped), x warps. The interpreter runs the first."""
-    return [
-        triton.Config({"TILE": tile}, num_warps=warps)
-        for tile in (2048, 4096, 8192, 1024)
-        for warps in (4, 8, 16)
-    ]
-
-
-def prune_configs(configs, named_args, **kwargs):
-    """One pass: every TILE <= BLOCK_COLS runs one row per program; keep one per warp count."""
-    if kwargs.get("LOOPED"):
-        return configs
-    block_cols = kwargs["BLOCK_COLS"]
-    seen, kept = set(), []
-    for cfg in configs:
-        key = (max(cfg.kwargs["TILE"] // block_cols, 1), cfg.num_warps)
-        if key not in seen:
-            seen.add(key)
-            kept.append(cfg)
-    return kept
-
-
 layer_norm_tuned = triton.autotune(
-    configs=triton_configs(), key=["n_rows", "n_cols"],
-    prune_configs_by={"early_config_prune": prune_configs},
+    configs=row_tile_configs(), key=["n_rows", "n_cols"],
+    prune_configs_by={"early_config_prune": prune_row_tile_configs},
 )(layer_norm_kernel)
 
 
