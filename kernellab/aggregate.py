@@ -18,8 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kernellab.io import read_json
-
 KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
 
 COLUMNS = [
@@ -207,10 +205,3 @@ def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
                 } for s in steps],
             })
     return out
-
-
-def load_ptx_index(ptx_dir: Path) -> list[dict]:
-    entries = []
-    for p in sorted(Path(ptx_dir).glob("*/index.json")):
-        entries += read_json(p)
-    return entries

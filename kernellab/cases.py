@@ -52,10 +52,6 @@ class Case:
     def param_dict(self) -> dict:
         return dict(self.params)
 
-    @property
-    def id(self) -> str:
-        return "|".join([self.kernel, self.impl_key, shape_str(self.shape), self.dtype, params_str(self.param_dict)])
-
     def labels(self) -> dict:
         return {
             "kernel": self.kernel,

@@ -29,19 +29,6 @@ def _throttle_mask(pynvml) -> int:
     return mask
 
 
-def reason_names(bits: int) -> list[str]:
-    pynvml = _pynvml()
-    if pynvml is None:
-        return []
-    out = []
-    for name in _REASON_NAMES:
-        old = getattr(pynvml, "nvmlClocksThrottleReason" + name, 0)
-        val = int(getattr(pynvml, "nvmlClocksEventReason" + name, old))
-        if val and bits & val:
-            out.append(name)
-    return out
-
-
 @dataclass
 class Reading:
     reasons: int = 0
