@@ -103,8 +103,8 @@ def compile_specs(dtype: str):
 
 def make_inputs(shape, dtype, device, seed):
     """uniform(0.5, 1.5): positive, so the relative error is relative to sum(|x|)."""
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    x = torch.rand(tuple(shape), generator=gen, dtype=torch.float32) + 0.5
+    gen = torch.Generator(device=device).manual_seed(int(seed))
+    x = torch.rand(tuple(shape), generator=gen, dtype=torch.float32, device=device) + 0.5
     return (x.to(device=device, dtype=torch_dtype(dtype)),)
 
 
