@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import platform
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -118,8 +119,12 @@ def git_info(root: Path) -> dict:
         except (OSError, subprocess.SubprocessError):
             return ""
 
+    commit = git("rev-parse", "--verify", "--quiet", "HEAD")
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        # a copy of the tree without its history (e.g. shipped to a GPU machine)
+        return {"git_commit": None, "git_dirty": None}
     dirty = git("status", "--porcelain", "--", ".", ":(exclude)results", ":(exclude).staging")
-    return {"git_commit": git("rev-parse", "HEAD") or None, "git_dirty": bool(dirty)}
+    return {"git_commit": commit, "git_dirty": bool(dirty)}
 
 
 def config_hash(config: dict) -> str:
