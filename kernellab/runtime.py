@@ -21,8 +21,32 @@ def has_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
+# Set by the workflow (workflow/rules/common.smk) to a directory beside the run's staging
+# set: every rule of one run shares Triton's compiled kernels, its autotune choices and
+# Inductor's compiled graphs, so check, bench, profile and ncu tune and compile once.
+CACHE_ENV = "KERNELLAB_CACHE"
+
+
+def use_run_cache() -> str | None:
+    """Point Triton and Inductor at the run's cache directory, if the workflow named one.
+
+    The directory belongs to one result set (one machine): ``@triton.autotune``'s disk
+    cache is keyed by the compile target (``cuda:90``), not the device, so a cache shared
+    across machines of one architecture would carry one machine's choices to another.
+    Variables the user set already win.
+    """
+    root = os.environ.get(CACHE_ENV)
+    if not root:
+        return None
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(root, "inductor"))
+    os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
+    return root
+
+
 def setup() -> str:
     """Choose the device and Triton's mode; returns ``"cuda"`` or ``"cpu"``."""
+    use_run_cache()
     if not has_gpu():
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if triton_interpreted():

@@ -33,6 +33,8 @@ except ConfigError as exc:
 SET = hardware_slug() + (f"-{config['label']}" if config["label"] else "")
 STAGE = f"{config['staging']}/{SET}"
 RESULTS = f"{config['results']}/{SET}"
+# compiled kernels and autotune choices shared by every job of this run (kernellab.runtime)
+os.environ.setdefault("KERNELLAB_CACHE", str(Path(f"{STAGE}.cache").resolve()))
 KERNELS = sorted(config["kernels"])
 LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
 OTHER_SETS = sorted(
