@@ -1,13 +1,17 @@
 """Every autotune config of every Triton kernel, timed per shape, and the winner.
 
-Each config is forced through the implementation's own launcher
-(``triton_utils.force_config``), so the grid and arguments are exactly the ones the
-benchmark uses. The winner is what ``@triton.autotune`` itself picks (``best_config``)
-on a GPU; under the interpreter, the fastest timed config.
+On a GPU the table is ``@triton.autotune``'s own: one call of the implementation per
+shape makes Triton time each config it keeps (``triton_utils.bench_config``: L2
+cleared before every call), and its choice is written to the run's disk cache
+(``runtime.use_run_cache``), so check, bench, profile and ncu run that same config
+without tuning again. Under the interpreter there is no timer in Triton: each config is
+forced through the implementation's own launcher (``triton_utils.force_config``) and
+timed by the harness, and the fastest wins.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
 from kernellab import runtime, triton_utils
@@ -18,6 +22,7 @@ from kernellab.timing import TimingConfig, measure
 
 
 def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig, device: str) -> Iterator[dict]:
+    tuned = _tuned_by_triton if not runtime.triton_interpreted() else _timed_one_by_one
     for case in cases:
         params = case.param_dict
         inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
@@ -29,30 +34,46 @@ def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConf
         for kernel in impl.triton_kernels:
             name = getattr(getattr(kernel, "fn", kernel), "__name__", str(kernel))
             base = {**case.labels(), "triton_kernel": name}
-            rows = []
-            for config in kernel.configs:
-                label = triton_utils.config_label(config)
-                try:
-                    with triton_utils.force_config(kernel, config), runtime.matmul_precision(case.dtype):
-                        timing = measure(call, cfg, device)
-                    med = summarize(timing.samples_us).median
-                    rows.append({**base, "config": label, "median_us": med, "status": "ok", "reason": ""})
-                except Exception as exc:  # noqa: BLE001 - a config may not fit (shared memory...)
-                    msg = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-                    rows.append({**base, "config": label, "median_us": float("nan"), "status": "error",
-                                 "reason": f"{type(exc).__name__}: {msg}"})
-            winner = ""
-            if not runtime.triton_interpreted():
-                try:
-                    with runtime.matmul_precision(case.dtype):
-                        call()
-                    runtime.synchronize()
-                    winner = triton_utils.best_config(kernel)
-                except Exception:  # noqa: BLE001 - fall back to the fastest timed config
-                    winner = ""
-            if not winner:
-                ok = [r for r in rows if r["status"] == "ok"]
-                winner = min(ok, key=lambda r: r["median_us"])["config"] if ok else ""
-            for r in rows:
-                r["is_best"] = r["config"] == winner
-                yield r
+            yield from tuned(kernel, call, case, cfg, device, base)
+
+
+def _tuned_by_triton(kernel, call, case: Case, cfg: TimingConfig, device: str, base: dict) -> Iterator[dict]:
+    """On a GPU: one call lets ``@triton.autotune`` time every config that its pruning
+    keeps for this key (or read the timings another rule of the run cached on disk);
+    the table is Triton's own, and its winner is what every other rule runs."""
+    with runtime.matmul_precision(case.dtype):
+        call()
+    runtime.synchronize()
+    table = triton_utils.tuning_table(kernel)
+    winner = triton_utils.best_config(kernel)
+    if not table:  # a single config: nothing to tune
+        table = [(kernel.configs[0], math.nan)] if triton_utils.is_autotuned(kernel) else []
+    for config, med_ms in sorted(table, key=lambda ct: (math.isnan(ct[1]), ct[1])):
+        label = triton_utils.config_label(config)
+        ok = math.isfinite(med_ms)
+        yield {**base, "config": label, "median_us": med_ms * 1e3 if ok else math.nan,
+               "status": "ok" if ok or len(table) == 1 else "error",
+               "reason": "" if ok else ("only config" if len(table) == 1 else "did not compile or launch (out of resources)"),
+               "is_best": label == winner}
+
+
+def _timed_one_by_one(kernel, call, case: Case, cfg: TimingConfig, device: str, base: dict) -> Iterator[dict]:
+    """Under the interpreter (no GPU, no Triton timer): force each config through the
+    implementation's launcher and time it with the harness; the fastest wins."""
+    rows = []
+    for config in kernel.configs:
+        label = triton_utils.config_label(config)
+        try:
+            with triton_utils.force_config(kernel, config), runtime.matmul_precision(case.dtype):
+                timing = measure(call, cfg, device)
+            med = summarize(timing.samples_us).median
+            rows.append({**base, "config": label, "median_us": med, "status": "ok", "reason": ""})
+        except Exception as exc:  # noqa: BLE001 - a config may not fit (shared memory...)
+            msg = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            rows.append({**base, "config": label, "median_us": float("nan"), "status": "error",
+                         "reason": f"{type(exc).__name__}: {msg}"})
+    ok = [r for r in rows if r["status"] == "ok"]
+    winner = min(ok, key=lambda r: r["median_us"])["config"] if ok else ""
+    for r in rows:
+        r["is_best"] = r["config"] == winner
+        yield r

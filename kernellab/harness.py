@@ -212,7 +212,7 @@ def bench_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig,
 # ------------------------------------------------------------------ per family
 def _isolated(work, family: Family, impl: Impl, cases: list[Case], timeout_s: float, isolate_workers: bool,
               extra: dict) -> list[dict]:
-    records, problem = isolate.run(work, timeout_s, isolate=isolate_workers)
+    records, problem = isolate.run(work, timeout_s, isolate=isolate_workers, label=f"{family.name} {impl.key}")
     done = {(r["shape"], r["dtype"], r["params"]) for r in records}
     if problem:
         status = "timeout" if problem.startswith("timeout") else "error"

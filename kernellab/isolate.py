@@ -9,12 +9,14 @@ finished case back through a pipe: a child killed at case k still leaves cases 1
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import time
 import traceback
 from typing import Callable, Iterator
 
 _DONE = "__done__"
+log = logging.getLogger("kernellab")
 
 
 def _child(conn, work: Callable[[], Iterator[dict]]) -> None:
@@ -29,9 +31,20 @@ def _child(conn, work: Callable[[], Iterator[dict]]) -> None:
         conn.close()
 
 
-def run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool = True) -> tuple[list[dict], str]:
+def run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool = True,
+        label: str = "") -> tuple[list[dict], str]:
     """Collect the records ``work()`` yields. Returns (records, problem) where problem is
-    '' when the child finished, else what went wrong (timeout, crash, death)."""
+    '' when the child finished, else what went wrong (timeout, crash, death). With a
+    ``label``, the rule's log gets one line: records, wall time and any problem."""
+    t0 = time.perf_counter()
+    records, problem = _run(work, timeout_s, isolate)
+    if label:
+        log.info("%s: %d records in %.1f s%s", label, len(records), time.perf_counter() - t0,
+                 f" ({problem})" if problem else "")
+    return records, problem
+
+
+def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool) -> tuple[list[dict], str]:
     if not isolate:
         records = []
         try:

@@ -139,7 +139,8 @@ def profile(config: dict, kernel: str, build_json: str, out_csv: str, trace_dir:
         def work(impl=impl, case=case, trace=trace):
             yield from profile_case(fam, impl, case, device, trace)
 
-        got, problem = isolate.run(work, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)))
+        got, problem = isolate.run(work, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)),
+                                   label=f"profile {kernel} {key}")
         labels = {**case.labels(), "impl": impl.impl, "step": impl.step}
         if problem:
             status = "unavailable" if "Unavailable" in problem else "error"
@@ -162,10 +163,14 @@ def ptx(config: dict, kernel: str, out_index: str) -> None:
     entries, cache = [], {}
     for key in plan.impl_keys(fam):
         impl = fam.impls[key]
+        t0 = time.perf_counter()
         if impl.backend == "triton":
             entries += ptxmod.triton_entries(fam, impl, plan.dtypes, out_dir, arch)
         elif impl.backend == "cuda":
             entries += ptxmod.cuda_entries(fam, impl, out_dir, arch, cache)
+        else:
+            continue
+        log.info("ptx %s %s: %.1f s", kernel, key, time.perf_counter() - t0)
     write_json(out_index, entries)
 
 
@@ -201,7 +206,8 @@ def autotune(config: dict, kernel: str, out_csv: str) -> None:
             smallest = min(plan.shapes, key=lambda s: (math.prod(s), s))
             cases = [c for c in cases if c.shape == smallest]
         got, problem = isolate.run(lambda impl=impl, cases=cases: autotune_impl(fam, impl, cases, cfg, device),
-                                   float(at.get("timeout_s", 900)), bool(config.get("isolate", True)))
+                                   float(at.get("timeout_s", 900)), bool(config.get("isolate", True)),
+                                   label=f"autotune {kernel} {key}")
         rows += [{**r, "impl": impl.impl, "step": impl.step} for r in got]
         if problem:
             rows.append({"kernel": kernel, "impl_key": key, "status": "error", "reason": problem})
@@ -232,8 +238,10 @@ def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
             if not runtime.has_gpu():
                 rows.append({**base, "status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"})
                 continue
+            t0 = time.perf_counter()
             rows.append({**base, **profile_step(kernel, step.key, shape, dtype, str(Path(build_json).resolve()),
                                                 float(nc.get("timeout_s", 180)))})
+            log.info("ncu %s %s: %s in %.1f s", kernel, step.key, rows[-1]["status"], time.perf_counter() - t0)
     write_csv(out_csv, rows, columns=COLUMNS)
 
 

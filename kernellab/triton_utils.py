@@ -14,6 +14,31 @@ from typing import Any
 from kernellab.runtime import triton_interpreted
 
 
+# ``@triton.autotune`` times each config with ``triton.testing.do_bench`` (L2 cleared
+# before every call). Its defaults (25 ms warm-up, 100 ms of repetitions per config)
+# cost seconds per shape for a kernel with a dozen configs, in every process that
+# tunes. 20 ms of repetitions still gives >= 10 calls of the slowest kernel we tune
+# (8192^3 fp32, ~25 ms: then do_bench's floor of one call applies) and hundreds of a
+# microsecond kernel; the run-wide disk cache (runtime.use_run_cache) means each
+# shape is tuned once per run, not once per rule.
+AUTOTUNE_WARMUP_MS = 5
+AUTOTUNE_REP_MS = 20
+
+
+def bench_config(fn, quantiles):
+    """The benchmark ``@triton.autotune`` runs for each config: (median, p20, p80) in ms."""
+    from triton.testing import do_bench
+
+    return do_bench(fn, warmup=AUTOTUNE_WARMUP_MS, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
+
+
+def autotune(configs, key, **kwargs):
+    """``triton.autotune`` with this project's per-config benchmark (``bench_config``)."""
+    import triton
+
+    return triton.autotune(configs=configs, key=key, do_bench=bench_config, **kwargs)
+
+
 def is_autotuned(kernel) -> bool:
     from triton.runtime.autotuner import Autotuner
 
@@ -66,6 +91,17 @@ def config_label(config) -> str:
 def best_config(kernel) -> str:
     cfg = getattr(kernel, "best_config", None)
     return config_label(cfg) if cfg is not None else ""
+
+
+def tuning_table(kernel) -> list[tuple[Any, float]]:
+    """(config, median ms) of every config ``@triton.autotune`` timed for its last key
+    (read back from the disk cache when another process tuned that key first)."""
+    timings = getattr(kernel, "configs_timings", None) or {}
+    out = []
+    for cfg, t in timings.items():
+        med = t[0] if isinstance(t, (list, tuple)) else t
+        out.append((cfg, float(med)))
+    return out
 
 
 @dataclass

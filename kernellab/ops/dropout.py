@@ -45,7 +45,7 @@ import triton.language as tl
 from kernellab.ops._common import compiled, cuda_op, numel, randn, returns_new
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import TOLERANCE, element_size
-from kernellab.triton_utils import CompileSpec, launch, triton_type
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 
 def _scale(p: float) -> float:
@@ -102,7 +102,7 @@ def triton_configs():
     ]
 
 
-@triton.autotune(configs=triton_configs(), key=["n"])
+@autotune(configs=triton_configs(), key=["n"])
 @triton.jit
 def dropout_kernel(x_ptr, out_ptr, n, p, scale, seed, BLOCK: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)

@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kernellab.ops._common import compiled, cuda_op, elementwise_bytes, numel, randn, returns_new
 from kernellab.registry import Family, Impl, register_family
-from kernellab.triton_utils import CompileSpec, launch, triton_type
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 SQRT_2_OVER_PI = 0.79788456
 COEFF = 0.044715
@@ -43,7 +43,7 @@ def triton_configs():
     ]
 
 
-@triton.autotune(configs=triton_configs(), key=["n"])
+@autotune(configs=triton_configs(), key=["n"])
 @triton.jit
 def gelu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)

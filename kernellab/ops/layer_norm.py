@@ -22,7 +22,7 @@ import triton.language as tl
 from kernellab.ops._common import compiled, cuda_op, numel, prune_row_tile_configs, randn, returns_new, row_tile_configs
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
-from kernellab.triton_utils import CompileSpec, launch, triton_type
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 EPS = 1e-5
 ONE_PASS_MAX_COLS = 8192  # longer rows take the looped kernel
@@ -105,7 +105,7 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
                  mask=mask)
 
 
-layer_norm_tuned = triton.autotune(
+layer_norm_tuned = autotune(
     configs=row_tile_configs(), key=["n_rows", "n_cols"],
     prune_configs_by={"early_config_prune": prune_row_tile_configs},
 )(layer_norm_kernel)

@@ -30,7 +30,7 @@ import triton.language as tl
 from kernellab.ops._common import compiled, cuda_op, numel, returns_new
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size, torch_dtype
-from kernellab.triton_utils import CompileSpec, launch, triton_type
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 
 def reference(x):
@@ -56,7 +56,7 @@ def triton_configs():
     ]
 
 
-@triton.autotune(configs=triton_configs(), key=["n"], reset_to_zero=["out_ptr"])
+@autotune(configs=triton_configs(), key=["n"], reset_to_zero=["out_ptr"])
 @triton.jit
 def sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, PROGRAMS_PER_SM: tl.constexpr):
     """Persistent grid-stride loop: each program sums its tiles into a BLOCK-wide fp32

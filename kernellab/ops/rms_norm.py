@@ -22,7 +22,7 @@ import triton.language as tl
 from kernellab.ops._common import compiled, cuda_op, numel, prune_row_tile_configs, randn, returns_new, row_tile_configs
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
-from kernellab.triton_utils import CompileSpec, launch, triton_type
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 EPS = 1e-6
 ONE_PASS_MAX_COLS = 8192  # longer rows take the looped kernel
@@ -85,7 +85,7 @@ def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
                  mask=mask)
 
 
-rms_norm_tuned = triton.autotune(
+rms_norm_tuned = autotune(
     configs=row_tile_configs(), key=["n_rows", "n_cols"],
     prune_configs_by={"early_config_prune": prune_row_tile_configs},
 )(rms_norm_kernel)

@@ -19,7 +19,7 @@ import triton.language as tl
 from kernellab.ops._common import compiled, cuda_op, numel, randn, returns_new
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
-from kernellab.triton_utils import CompileSpec, launch, triton_type
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 
 def reference(x):
@@ -53,7 +53,7 @@ def prune_configs(configs, named_args, **kwargs):
     return kept or configs[:1]
 
 
-@triton.autotune(configs=triton_configs(), key=["n_rows", "n_cols"],
+@autotune(configs=triton_configs(), key=["n_rows", "n_cols"],
                  prune_configs_by={"early_config_prune": prune_configs})
 @triton.jit
 def row_sum_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, COLS_P2: tl.constexpr, TILE: tl.constexpr):

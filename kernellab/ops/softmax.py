@@ -24,7 +24,7 @@ import triton.language as tl
 from kernellab.ops._common import compiled, cuda_op, numel, randn, returns_new
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
-from kernellab.triton_utils import CompileSpec, launch, triton_type
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 # The one-pass path keeps a whole (padded) row in registers; above this many columns the
 # autotuned launcher streams the row with the online path instead.
@@ -124,7 +124,7 @@ def prune_configs(configs, named_args, **kwargs):
     return kept
 
 
-softmax_tuned = triton.autotune(
+softmax_tuned = autotune(
     configs=triton_configs(), key=["n_rows", "n_cols"],
     prune_configs_by={"early_config_prune": prune_configs},
 )(softmax_kernel)

@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kernellab.ops._common import compiled, cuda_op, elementwise_bytes, numel, randn, returns_new
 from kernellab.registry import Family, Impl, register_family
-from kernellab.triton_utils import CompileSpec, launch, triton_type
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 
 def reference(a, b):
@@ -35,7 +35,7 @@ def triton_configs():
     ]
 
 
-@triton.autotune(configs=triton_configs(), key=["n"])
+@autotune(configs=triton_configs(), key=["n"])
 @triton.jit
 def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
