@@ -51,10 +51,14 @@ def _tuned_by_triton(kernel, call, case: Case, cfg: TimingConfig, device: str, b
     for config, med_ms in sorted(table, key=lambda ct: (math.isnan(ct[1]), ct[1])):
         label = triton_utils.config_label(config)
         ok = math.isfinite(med_ms)
-        yield {**base, "config": label, "median_us": med_ms * 1e3 if ok else math.nan,
-               "status": "ok" if ok or len(table) == 1 else "error",
-               "reason": "" if ok else ("only config" if len(table) == 1 else "did not compile or launch (out of resources)"),
-               "is_best": label == winner}
+        if ok:
+            status, reason = "ok", ""
+        elif len(table) == 1:
+            status, reason = "ok", "only config: not timed"
+        else:
+            status, reason = "error", "did not compile or launch (out of resources)"
+        yield {**base, "config": label, "median_us": med_ms * 1e3 if ok else math.nan, "status": status,
+               "reason": reason, "is_best": label == winner}
 
 
 def _timed_one_by_one(kernel, call, case: Case, cfg: TimingConfig, device: str, base: dict) -> Iterator[dict]:

@@ -97,3 +97,53 @@ def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool) ->
         proc.join(5)
     parent.close()
     return records, problem
+
+
+def run_batch(works: list[tuple[str, Callable[[], Iterator[dict]]]], timeout_s: float, isolate: bool = True,
+              label: str = "") -> dict[str, tuple[list[dict], str]]:
+    """Run several works in one child, one after the other, to pay a process's start-up
+    (CUDA context, profiler) once: ``{name: (records, problem)}`` as ``run`` gives.
+
+    ``timeout_s`` holds for each work. When the child dies or hangs, the work it was
+    running gets the problem and the works not started yet run in a new child, so one
+    bad work costs only itself."""
+    results: dict[str, tuple[list[dict], str]] = {}
+    pending = list(works)
+    while pending:
+        def batch(pending=tuple(pending)):
+            for name, work in pending:
+                yield {"__begin__": name}
+                try:
+                    for record in work():
+                        yield {"__of__": name, "record": record}
+                except Exception as exc:  # noqa: BLE001 - recorded for this work
+                    if "CUDA error" in str(exc):
+                        raise  # the context may be poisoned: the rest get a fresh child
+                    yield {"__end__": name, "problem": f"error: {type(exc).__name__}: {exc}"}
+                    continue
+                yield {"__end__": name, "problem": ""}
+
+        t0 = time.perf_counter()
+        records, problem = _run(batch, timeout_s * len(pending), isolate)
+        current, done = None, set()
+        for msg in records:
+            if "__begin__" in msg:
+                current = msg["__begin__"]
+                results[current] = ([], "")
+            elif "__end__" in msg:
+                done.add(msg["__end__"])
+                results[msg["__end__"]] = (results[msg["__end__"]][0], msg["problem"])
+            else:
+                results[msg["__of__"]][0].append(msg["record"])
+        if label:
+            log.info("%s: %d works in %.1f s%s", label, len(done), time.perf_counter() - t0,
+                     f" ({problem})" if problem else "")
+        if current is not None and current not in done:
+            results[current] = (results[current][0], problem or "error: stopped without finishing")
+            done.add(current)
+        elif problem and not done:  # died before starting any work: give up on the rest
+            for name, _ in pending:
+                results[name] = ([], problem)
+            break
+        pending = [(n, w) for n, w in pending if n not in done]
+    return results

@@ -1,6 +1,6 @@
 """Nsight Compute on each ladder step at its representative shape.
 
-The step's call is wrapped in an NVTX range (``ncu_target``) and ncu profiles the
+Each step's call is wrapped in an NVTX range (``ncu_target``) and ncu profiles the
 kernels inside it (``--nvtx-include``), so a step that launches several kernels
 (naive PyTorch softmax) is measured whole: durations add up, rates are weighted by
 duration. Clocks are left as the card has them (``--clock-control none``). Where ncu is
@@ -11,9 +11,12 @@ absent or refuses (no GPU, no permission for the counters), the step records
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 
@@ -41,11 +44,19 @@ COLUMNS = ["kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "
            "l2_hit_pct", "top_stalls", "n_kernels"]
 
 
-def command(kernel: str, impl_key: str, shape: str, dtype: str, build_json: str) -> list[str]:
+# Every step of a ladder is profiled in one ncu session (one Python start-up, one CUDA
+# context). Inside the measured range, each step begins with a one-thread marker kernel
+# (``torch.cuda._sleep``, ATen's ``spin_kernel``); the rows between two markers are
+# that step's kernels.
+MARKER = "spin_kernel"
+
+
+def command(kernel: str, steps: list[tuple[str, str]], shape: str, build_json: str, status_json: str) -> list[str]:
     return [
         "ncu", "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
         "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS),
-        sys.executable, "-m", "kernellab.ncu_target", kernel, impl_key, shape, dtype, build_json,
+        sys.executable, "-m", "kernellab.ncu_target", kernel, shape, build_json, status_json,
+        *[f"{key}:{dtype}" for key, dtype in steps],
     ]
 
 
@@ -87,18 +98,46 @@ def combine(per_kernel: pd.DataFrame) -> dict:
     }
 
 
-def profile_step(kernel: str, impl_key: str, shape: str, dtype: str, build_json: str, timeout_s: float) -> dict:
+def split_steps(per_kernel: pd.DataFrame, n_steps: int) -> list[pd.DataFrame]:
+    """Rows of one session -> one frame per step, cut at the marker kernels."""
+    if per_kernel.empty:
+        return [per_kernel] * n_steps
+    is_marker = per_kernel["name"].astype(str).str.contains(MARKER, regex=False)
+    if not is_marker.any():  # a single step profiled without markers
+        return [per_kernel] + [per_kernel.iloc[0:0]] * (n_steps - 1)
+    group = is_marker.cumsum() - 1
+    kernels = per_kernel[~is_marker]
+    return [kernels[group[~is_marker] == i] for i in range(n_steps)]
+
+
+def profile_steps(kernel: str, steps: list[tuple[str, str]], shape: str, build_json: str,
+                  timeout_s: float) -> list[dict]:
+    """Profile ``steps`` ((impl_key, dtype) pairs) at ``shape``: one record per step."""
     if shutil.which("ncu") is None:
-        return {"status": "unavailable", "reason": "Nsight Compute (ncu) not found on PATH"}
-    try:
-        proc = subprocess.run(command(kernel, impl_key, shape, dtype, build_json), capture_output=True,
-                              text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "reason": f"ncu did not finish within {timeout_s:g} s"}
+        return [{"status": "unavailable", "reason": "Nsight Compute (ncu) not found on PATH"}] * len(steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        status_json = str(Path(tmp) / "status.json")
+        try:
+            proc = subprocess.run(command(kernel, steps, shape, build_json, status_json), capture_output=True,
+                                  text=True, timeout=timeout_s * len(steps))
+        except subprocess.TimeoutExpired:
+            return [{"status": "timeout", "reason": f"ncu did not finish within {timeout_s * len(steps):g} s"}
+                    ] * len(steps)
+        try:
+            target = json.loads(Path(status_json).read_text())
+        except (OSError, ValueError):
+            target = [{"status": "ok", "reason": ""}] * len(steps)
     errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "==ERROR==" in ln or "ERR_" in ln]
     per_kernel = parse(proc.stdout)
     if per_kernel.empty:
         msg = errors[0] if errors else (proc.stderr.strip().splitlines() or ["no output"])[-1]
         status = "unavailable" if ("ERR_NVGPUCTRPERM" in msg or "permission" in msg.lower()) else "error"
-        return {"status": status, "reason": f"ncu: {msg[:300]}"}
-    return combine(per_kernel)
+        return [{"status": status, "reason": f"ncu: {msg[:300]}"}] * len(steps)
+    out = []
+    for rows, told in zip(split_steps(per_kernel, len(steps)), target, strict=True):
+        out.append(combine(rows) if told.get("status") == "ok" else told)
+    return out
+
+
+def profile_step(kernel: str, impl_key: str, shape: str, dtype: str, build_json: str, timeout_s: float) -> dict:
+    return profile_steps(kernel, [(impl_key, dtype)], shape, build_json, timeout_s)[0]

@@ -1,15 +1,21 @@
-"""The process ncu profiles: one implementation, warmed up, then one call in an NVTX range.
+"""The process ncu profiles: each step warmed up, then one call in an NVTX range.
 
-``python -m kernellab.ncu_target KERNEL IMPL_KEY SHAPE DTYPE BUILD_JSON``
+``python -m kernellab.ncu_target KERNEL SHAPE BUILD_JSON STATUS_JSON IMPL_KEY:DTYPE ...``
+
+Inside each step's range a marker kernel (``torch.cuda._sleep``) runs first, so the
+profiled kernels can be told apart by step (``ncu.split_steps``). A step that raises
+still gets its marker and range (keeping the others aligned); its error goes to
+STATUS_JSON, one record per step.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 
 def main(argv: list[str]) -> int:
-    kernel, impl_key, shape, dtype, build_json = argv
+    kernel, shape, build_json, status_json, *steps = argv
     from kernellab import cuda_ext, registry, runtime
     from kernellab.cases import parse_shape
     from kernellab.ncu import RANGE
@@ -19,18 +25,38 @@ def main(argv: list[str]) -> int:
     import torch
 
     family = registry.family(kernel)
-    impl = registry.impl(kernel, impl_key)
     params = {k: v[0] for k, v in family.params.items()}
-    inputs = family.make_inputs(parse_shape(shape), dtype, device, 0, **params)
-    out = family.out_like(*inputs, **params)
-    with runtime.matmul_precision(dtype):
-        for _ in range(3):
-            impl.fn(out, *inputs, **params)
-        runtime.synchronize()
+    status = []
+    for spec in steps:
+        impl_key, dtype = spec.rsplit(":", 1)
+        call = None
+        try:
+            impl = registry.impl(kernel, impl_key)
+            inputs = family.make_inputs(parse_shape(shape), dtype, device, 0, **params)
+            out = family.out_like(*inputs, **params)
+
+            def call(impl=impl, out=out, inputs=inputs):
+                return impl.fn(out, *inputs, **params)
+
+            with runtime.matmul_precision(dtype):
+                for _ in range(3):
+                    call()
+            runtime.synchronize()
+            status.append({"status": "ok", "reason": ""})
+        except Exception as exc:  # noqa: BLE001 - recorded; the other steps still run
+            call = None
+            status.append({"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:300]})
         torch.cuda.nvtx.range_push(RANGE)
-        impl.fn(out, *inputs, **params)
+        torch.cuda._sleep(1)
+        if call is not None:
+            with runtime.matmul_precision(dtype):
+                call()
         runtime.synchronize()
         torch.cuda.nvtx.range_pop()
+        del call
+        torch.cuda.empty_cache()
+    with open(status_json, "w") as fh:
+        json.dump(status, fh)
     return 0
 
 

@@ -126,7 +126,7 @@ def profile(config: dict, kernel: str, build_json: str, out_csv: str, trace_dir:
     fam = registry.family(kernel)
     plan = _plan(config, kernel)
     Path(trace_dir).mkdir(parents=True, exist_ok=True)
-    rows = []
+    works, labels = [], {}
     for key in plan.impl_keys(fam):
         impl = fam.impls[key]
         dtype = next((d for d in plan.dtypes if impl.supports(d)), None)
@@ -139,13 +139,18 @@ def profile(config: dict, kernel: str, build_json: str, out_csv: str, trace_dir:
         def work(impl=impl, case=case, trace=trace):
             yield from profile_case(fam, impl, case, device, trace)
 
-        got, problem = isolate.run(work, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)),
-                                   label=f"profile {kernel} {key}")
-        labels = {**case.labels(), "impl": impl.impl, "step": impl.step}
+        works.append((key, work))
+        labels[key] = {**case.labels(), "impl": impl.impl, "step": impl.step}
+    # one worker for all implementations: the profiler's start-up (CUPTI) costs seconds
+    results = isolate.run_batch(works, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)),
+                                label=f"profile {kernel}")
+    rows = []
+    for key, _ in works:
+        got, problem = results.get(key, ([], "error: not run"))
         if problem:
             status = "unavailable" if "Unavailable" in problem else "error"
-            rows.append({**labels, "status": status, "reason": problem.split(": ", 1)[-1]})
-        rows += [{**labels, "status": "ok", "reason": "", **r} for r in got]
+            rows.append({**labels[key], "status": status, "reason": problem.split(": ", 1)[-1]})
+        rows += [{**labels[key], "status": "ok", "reason": "", **r} for r in got]
     write_csv(out_csv, rows, columns=["kernel", "impl_key", "impl", "step", "shape", "dtype", "params", "status",
                                       "reason", "rank", "name", "calls", "cpu_time_us", "device_time_us", "pct"])
 
@@ -217,31 +222,31 @@ def autotune(config: dict, kernel: str, out_csv: str) -> None:
 
 def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
     from kernellab import registry
-    from kernellab.ncu import COLUMNS, profile_step
+    from kernellab.ncu import COLUMNS, profile_steps
 
     fam = registry.family(kernel)
     plan = _plan(config, kernel)
     keys = set(plan.impl_keys(fam))
     nc = config.get("ncu") or {}
+    shape = "x".join(map(str, plan.profile_shape))
     rows = []
     for ladder, steps in fam.ladders().items():
-        for step in steps:
-            if step.key not in keys:
-                continue
-            dtype = "fp32" if "fp32" in plan.dtypes and step.supports("fp32") else plan.dtypes[0]
-            shape = "x".join(map(str, plan.profile_shape))
-            base = {"kernel": kernel, "ladder": ladder, "impl_key": step.key, "step": step.step,
-                    "shape": shape, "dtype": dtype}
-            if not nc.get("enabled", True):
-                rows.append({**base, "status": "unavailable", "reason": "ncu disabled in the config"})
-                continue
-            if not runtime.has_gpu():
-                rows.append({**base, "status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"})
-                continue
+        steps = [s for s in steps if s.key in keys]
+        dtypes = ["fp32" if "fp32" in plan.dtypes and s.supports("fp32") else plan.dtypes[0] for s in steps]
+        bases = [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
+                  "dtype": d} for s, d in zip(steps, dtypes, strict=True)]
+        if not steps:
+            continue
+        if not nc.get("enabled", True):
+            got = [{"status": "unavailable", "reason": "ncu disabled in the config"}] * len(steps)
+        elif not runtime.has_gpu():
+            got = [{"status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"}] * len(steps)
+        else:
             t0 = time.perf_counter()
-            rows.append({**base, **profile_step(kernel, step.key, shape, dtype, str(Path(build_json).resolve()),
-                                                float(nc.get("timeout_s", 180)))})
-            log.info("ncu %s %s: %s in %.1f s", kernel, step.key, rows[-1]["status"], time.perf_counter() - t0)
+            got = profile_steps(kernel, [(s.key, d) for s, d in zip(steps, dtypes, strict=True)], shape,
+                                str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)))
+            log.info("ncu %s %s: %d steps in %.1f s", kernel, ladder, len(steps), time.perf_counter() - t0)
+        rows += [{**b, **g} for b, g in zip(bases, got, strict=True)]
     write_csv(out_csv, rows, columns=COLUMNS)
 
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from kernellab.runtime import triton_interpreted
 
-
 # ``@triton.autotune`` times each config with ``triton.testing.do_bench`` (L2 cleared
 # before every call). Its defaults (25 ms warm-up, 100 ms of repetitions per config)
 # cost seconds per shape for a kernel with a dozen configs, in every process that

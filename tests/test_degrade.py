@@ -75,3 +75,20 @@ def test_missing_nvcc_makes_cuda_ptx_unavailable(monkeypatch, tmp_path):
     entries = ptxmod.cuda_entries(fam, fam.impls["cuda@vec4"], tmp_path, 90, {})
     assert [e["status"] for e in entries] == ["unavailable"]
     assert "nvcc" in entries[0]["reason"]
+
+
+def test_ncu_session_rows_are_split_at_the_markers():
+    stdout = "\n".join([
+        '"ID","Kernel Name","gpu__time_duration.sum"',
+        '"","","nsecond"',
+        '"0","at::cuda::spin_kernel(long)","10"',
+        '"1","softmax_a","1,000"',
+        '"2","softmax_b","2,000"',
+        '"3","at::cuda::spin_kernel(long)","10"',
+        '"4","at::cuda::spin_kernel(long)","10"',
+        '"5","fused","500"',
+    ])
+    parts = ncu.split_steps(ncu.parse(stdout), 3)
+    assert [list(p["name"]) for p in parts] == [["softmax_a", "softmax_b"], [], ["fused"]]
+    assert ncu.combine(parts[0])["duration_us"] == 3.0
+    assert ncu.combine(parts[1])["status"] == "error"  # a step that launched nothing inside its range

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from kernellab import registry
+from kernellab import isolate, registry
 from kernellab.cases import Case, kernel_plan
 from kernellab.harness import bench_family, check_family, check_impl, compare
 from kernellab.registry import Impl
@@ -129,3 +129,26 @@ def test_cpu_timing_records_mode_and_stops(mode):
 def test_cpu_timing_unconverged_when_budget_runs_out():
     t = measure(lambda: time.sleep(0.002), TimingConfig(mode="warm", budget_s=0.05, rel_std=1e-9), "cpu")
     assert t.converged is False and len(t.samples_us) >= 1
+
+
+# ------------------------------------------------------------------ isolate.run_batch
+def _ok(n):
+    def w():
+        for i in range(n):
+            yield {"i": i}
+    return w
+
+def _raises():
+    yield {"i": 0}
+    raise ValueError("bad input")
+
+def _dies():
+    yield {"i": 0}
+    os._exit(3)
+
+def test_run_batch_keeps_each_work_apart():
+    res = isolate.run_batch([("a", _ok(2)), ("b", _raises), ("c", _dies), ("d", _ok(1))], timeout_s=30)
+    assert res["a"] == ([{"i": 0}, {"i": 1}], "")
+    assert res["b"][0] == [{"i": 0}] and "ValueError: bad input" in res["b"][1]
+    assert res["c"][0] == [{"i": 0}] and "died" in res["c"][1]
+    assert res["d"] == ([{"i": 0}], "")  # ran in a fresh worker after c killed the first
