@@ -80,6 +80,16 @@ class Monitor:
             reasons = 0
         return Reading(reasons, values)
 
+    def compute_capability(self) -> int | None:
+        """``major * 10 + minor`` (90 on Hopper), without initialising CUDA."""
+        if self.handle is None:
+            return None
+        try:
+            major, minor = self.pynvml.nvmlDeviceGetCudaComputeCapability(self.handle)
+        except Exception:  # noqa: BLE001
+            return None
+        return int(major) * 10 + int(minor)
+
     def device_info(self) -> dict:
         if self.handle is None:
             return {}

@@ -156,6 +156,16 @@ def profile(config: dict, kernel: str, build_json: str, out_csv: str, trace_dir:
 
 
 def ptx(config: dict, kernel: str, out_index: str) -> None:
+    """Cross-compile every Triton and CUDA kernel of the family and pick out the evidence.
+
+    Compiling is CPU work (the GPU stays idle: nothing runs), so it is spread over a
+    pool of forked processes, one task per Triton implementation and dtype and one for
+    all CUDA implementations (they share .cu files): ``ptx.workers`` in the config, by
+    default the cores this process may use, at most 8.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
     from kernellab import ptx as ptxmod
     from kernellab import registry
 
@@ -164,28 +174,30 @@ def ptx(config: dict, kernel: str, out_index: str) -> None:
     fam = registry.family(kernel)
     plan = _plan(config, kernel)
     out_dir = Path(out_index).parent
+    out_dir.mkdir(parents=True, exist_ok=True)
     arch = _gpu_arch()
-    entries, cache = [], {}
-    for key in plan.impl_keys(fam):
-        impl = fam.impls[key]
-        t0 = time.perf_counter()
-        if impl.backend == "triton":
-            entries += ptxmod.triton_entries(fam, impl, plan.dtypes, out_dir, arch)
-        elif impl.backend == "cuda":
-            entries += ptxmod.cuda_entries(fam, impl, out_dir, arch, cache)
-        else:
-            continue
-        log.info("ptx %s %s: %.1f s", kernel, key, time.perf_counter() - t0)
+    keys = plan.impl_keys(fam)
+    tasks = [([k], [d]) for k in keys if fam.impls[k].backend == "triton" for d in plan.dtypes
+             if fam.impls[k].supports(d)]
+    cuda_keys = [k for k in keys if fam.impls[k].backend == "cuda"]
+    if cuda_keys:
+        tasks.append((cuda_keys, list(plan.dtypes)))
+    workers = int((config.get("ptx") or {}).get("workers") or min(8, len(os.sched_getaffinity(0))))
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks) or 1)), mp_context=get_context("fork")) as pool:
+        parts = list(pool.map(ptxmod.entries_for, [kernel] * len(tasks), *zip(*tasks, strict=True),
+                              [out_dir] * len(tasks), [arch] * len(tasks))) if tasks else []
+    entries = [e for part in parts for e in part]
+    log.info("ptx %s: %d tasks on %d workers in %.1f s", kernel, len(tasks), workers, time.perf_counter() - t0)
     write_json(out_index, entries)
 
 
 def _gpu_arch() -> int:
-    if runtime.has_gpu():
-        import torch
+    """The GPU's compute capability from NVML (this process must not start CUDA before
+    forking); sm_90 when there is no GPU."""
+    from kernellab.nvml import Monitor
 
-        major, minor = torch.cuda.get_device_capability(0)
-        return major * 10 + minor
-    return 90
+    return Monitor().compute_capability() or 90
 
 
 def autotune(config: dict, kernel: str, out_csv: str) -> None:

@@ -141,6 +141,22 @@ def split_ptx(text: str) -> dict[str, str]:
     return parts
 
 
+def entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, arch: int) -> list[dict]:
+    """Index entries of some implementations of one family (one task of the ptx rule's
+    process pool; CUDA implementations sharing a .cu file share its compilation)."""
+    from kernellab import registry
+
+    family = registry.family(kernel)
+    entries, cache = [], {}
+    for key in keys:
+        impl = family.impls[key]
+        if impl.backend == "triton":
+            entries += triton_entries(family, impl, dtypes, out_dir, arch)
+        elif impl.backend == "cuda":
+            entries += cuda_entries(family, impl, out_dir, arch, cache)
+    return entries
+
+
 def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: dict) -> list[dict]:
     """PTX and SASS of the CUDA kernels an implementation launches."""
     from kernellab import cuda_build
