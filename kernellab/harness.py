@@ -98,11 +98,12 @@ def _empty_cache(device: str) -> None:
 
 
 # ------------------------------------------------------------------ check
-def compare(out, ref, dtype: str) -> dict:
-    """Relative-norm and max-abs error of ``out`` against the float64 ``ref``."""
+def compare(out, ref, dtype: str, tol: float | None = None) -> dict:
+    """Relative-norm and max-abs error of ``out`` against the float64 ``ref``; ``tol``
+    defaults to the dtype's tolerance."""
     import torch
 
-    tol = runtime.TOLERANCE[dtype]
+    tol = runtime.TOLERANCE[dtype] if tol is None else tol
     if tuple(out.shape) != tuple(ref.shape):
         return {"status": "failed", "reason": f"output shape {tuple(out.shape)} != expected {tuple(ref.shape)}",
                 "rel_err": math.nan, "max_abs": math.nan, "tol": tol}
@@ -143,7 +144,8 @@ def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: st
                 "tol": verdict.get("tol", runtime.TOLERANCE[case.dtype])}
     with torch.no_grad():
         ref = family.reference(*[_float64(x) for x in inputs], **params)
-    return compare(result, ref, case.dtype)
+    tol = family.tolerance(case.shape, case.dtype) if family.tolerance is not None else None
+    return compare(result, ref, case.dtype, tol)
 
 
 def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], device: str) -> Iterator[dict]:

@@ -73,6 +73,7 @@ class Family:
     flops: Callable[..., int]  # (shape, dtype, **params) -> flops
     out_like: Callable[..., Any] | None = None  # (*inputs, **params) -> empty output
     validate: Callable[..., Any] | None = None  # custom check (dropout): see correctness
+    tolerance: Callable[..., float] | None = None  # (shape, dtype) -> tolerance; None: by dtype
     params: dict[str, list] = field(default_factory=dict)  # name -> default values
     param_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> [lo, hi)
     shape_rank: tuple[int, ...] = (1,)  # accepted numbers of dimensions

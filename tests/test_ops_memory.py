@@ -503,3 +503,18 @@ def test_gpu_dropout(backend, dtype):
             assert verdict["ok"], f"{key} p={p}: {verdict['reason']}"
             verdict = dropout_mod.check_determinism(impl.fn, inputs, p)
             assert verdict["ok"], f"{key} p={p}: {verdict['reason']}"
+
+
+def test_reduction_tolerance_grows_like_sqrt_n_and_still_catches_a_stuck_accumulator():
+    from kernellab.harness import compare
+
+    tol = FAMS["reduction"].tolerance
+    assert tol((4099,), "fp32") == 1e-5  # small sums: the dtype's tolerance
+    assert tol((2**28,), "fp32") == pytest.approx(2**14 * 2**-24)  # ~1e-3
+    assert tol((2**28,), "bf16") == 2e-2
+    ref = torch.tensor([2.0**28], dtype=torch.float64)
+    pairwise_ish = torch.tensor([2.0**28 * (1 + 3e-5)])  # atomics over block partials
+    stuck = torch.tensor([2.0**25])  # one fp32 running sum of 2^28 ones stops at 2^25
+    assert compare(pairwise_ish, ref, "fp32", tol((2**28,), "fp32"))["status"] == "ok"
+    assert compare(pairwise_ish, ref, "fp32")["status"] == "failed"
+    assert compare(stuck, ref, "fp32", tol((2**28,), "fp32"))["status"] == "failed"

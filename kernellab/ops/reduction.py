@@ -22,6 +22,7 @@ persistent grid-stride loop over autotuned tiles, one fp32 atomic add per progra
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 import triton
@@ -36,6 +37,21 @@ from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 def reference(x):
     """Float64 reference, shape (1,) like the output."""
     return x.sum().reshape(1)
+
+
+def tolerance(shape, dtype) -> float:
+    """Relative tolerance of a sum of n terms: the dtype's, or sqrt(n) * 2^-24 if larger.
+
+    Any fp32 summation order rounds at each of its n - 1 additions; with the errors
+    behaving like random signs, the error of the sum grows like sqrt(n) * u (u = 2^-24,
+    fp32's unit roundoff). At 2^28 terms that is 1e-3 while the fp32 tolerance is 1e-5: a
+    kernel that adds its blocks' partial sums with atomics lands near 3e-5 there, and is
+    right. An accumulator that stops growing is still caught: one fp32 running sum of
+    2^28 ones near 1 sticks at 2^25 (adding 1 rounds away), a relative error of 0.875.
+    """
+    from kernellab.runtime import TOLERANCE
+
+    return max(TOLERANCE[dtype], math.sqrt(numel(shape)) * 2.0**-24)
 
 
 def sum_naive(x):
@@ -123,6 +139,7 @@ FAMILY = register_family(
         bytes_moved=lambda shape, dtype, **_: numel(shape) * element_size(dtype) + 4,
         flops=lambda shape, dtype, **_: numel(shape),
         out_like=out_like,
+        tolerance=tolerance,
         shape_rank=(1,),
         description="A whole tensor down to one number: atomics, trees, shuffles, vector loads.",
     )
