@@ -33,6 +33,8 @@ except ConfigError as exc:
 SET = hardware_slug() + (f"-{config['label']}" if config["label"] else "")
 STAGE = f"{config['staging']}/{SET}"
 RESULTS = f"{config['results']}/{SET}"
+# the command line of this run, for environment.json (a job's own argv is its script)
+os.environ.setdefault("KERNELLAB_COMMAND", " ".join(["snakemake"] + sys.argv[1:]))
 # compiled kernels and autotune choices shared by every job of this run (kernellab.runtime)
 os.environ.setdefault("KERNELLAB_CACHE", str(Path(f"{STAGE}.cache").resolve()))
 KERNELS = sorted(config["kernels"])

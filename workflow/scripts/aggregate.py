@@ -1,4 +1,4 @@
-import sys
+import os
 
 from kernellab import pipeline
 
@@ -14,5 +14,5 @@ with pipeline.logged(snakemake.log[0]):
         out_summary=snakemake.output.summary,
         out_ladders=snakemake.output.ladders,
         out_env=snakemake.output.environment,
-        command=" ".join(sys.argv) if "snakemake" in " ".join(sys.argv) else "snakemake --cores 1",
+        command=os.environ.get("KERNELLAB_COMMAND", "snakemake --cores 1"),
     )
