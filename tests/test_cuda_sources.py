@@ -42,8 +42,11 @@ VARIANTS = {
     "dropout": ["philox"],
     "reduce_sum": ["atomic", "smem_tree", "warp_shuffle", "vec4"],
     "row_sum": ["warp"],
-    "sgemm": ["naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized", "warptile"],
+    "sgemm": ["naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
+              "autotuned"],
 }
+# "autotuned:<i>": the tile shapes of the autotuned variant (kSgemmAutotunedConfigs)
+SGEMM_CONFIGS = [f"autotuned:{i}" for i in range(8)]
 # launchers.h array holding each op's variant names
 VARIANT_ARRAYS = {
     "vector_add": "kVectorAddVariants", "gelu": "kGeluVariants", "softmax": "kSoftmaxVariants",
@@ -499,7 +502,7 @@ SGEMM_SHAPES = [(127, 129, 65), (128, 128, 128), (1, 1, 1), (33, 7, 5), (256, 26
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", VARIANTS["sgemm"])
+@pytest.mark.parametrize("variant", VARIANTS["sgemm"] + SGEMM_CONFIGS)
 @pytest.mark.parametrize("m,n,k", SGEMM_SHAPES)
 def test_gpu_sgemm(kl_ops, variant, m, n, k):
     a, b = randn((m, k), torch.float32, 13), randn((k, n), torch.float32, 14)
@@ -509,7 +512,7 @@ def test_gpu_sgemm(kl_ops, variant, m, n, k):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["vectorized", "warptile"])
+@pytest.mark.parametrize("variant", ["vectorized", "warptile", "autotuned"] + SGEMM_CONFIGS)
 def test_gpu_sgemm_misaligned_and_empty_k(kl_ops, variant):
     a, b = randn((64, 128), torch.float32, 15, misalign=True), randn((128, 64), torch.float32, 16)
     c = empty_like_nan(torch.empty((64, 64), device="cuda"), misalign=True)
@@ -538,6 +541,10 @@ def test_gpu_errors_name_the_op_and_the_problem(kl_ops):
     with pytest.raises(RuntimeError, match="sgemm: a has dtype BFloat16"):
         h = x.bfloat16()
         kl_ops.sgemm(h.view(2, 5), h.view(5, 2), torch.empty_like(h[:4]).view(2, 2), "naive")
+    with pytest.raises(RuntimeError, match="sgemm: unknown config in 'autotuned:8'"):
+        kl_ops.sgemm(x.view(2, 5), x.view(5, 2), torch.empty(2, 2, device="cuda"), "autotuned:8")
+    with pytest.raises(RuntimeError, match="only 'autotuned' takes a config"):
+        kl_ops.sgemm(x.view(2, 5), x.view(5, 2), torch.empty(2, 2, device="cuda"), "warptile:0")
     with pytest.raises(RuntimeError, match="inner sizes differ"):
         kl_ops.sgemm(x.view(2, 5), x.view(2, 5), torch.empty(2, 5, device="cuda"), "naive")
     with pytest.raises(RuntimeError, match="reduce_sum: out must be one fp32 element"):

@@ -190,9 +190,10 @@ def test_counts_and_inputs():
 
 def test_sgemm_ladder_registered():
     steps = MATMUL.ladders()["cuda_sgemm"]
-    names = ["naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized", "warptile"]
+    names = ["naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
+             "autotuned"]
     assert [s.step for s in steps] == names
-    assert [s.order for s in steps] == list(range(1, 8))
+    assert [s.order for s in steps] == list(range(1, 9))
     for s in steps:
         assert s.dtypes == ("fp32",) and not s.supports("bf16")
         assert s.cuda_kernels == (f"sgemm_{s.step}",)
@@ -205,11 +206,22 @@ def test_sgemm_ladder_registered():
     assert "cuda" not in {i.impl for i in MATMUL_RELU.impls.values()}
 
 
+def test_sgemm_autotuned_configs_match_the_launcher(root):
+    import re
+
+    text = (root / "kernels" / "cuda" / "launchers.h").read_text()
+    m = re.search(r"kSgemmAutotunedConfigs\[\]\s*=\s*\{([^}]*)\}", text)
+    assert m, "launchers.h lacks kSgemmAutotunedConfigs"
+    assert tuple(re.findall(r'"([^"]+)"', m.group(1))) == mm.SGEMM_AUTOTUNED_CONFIGS
+    assert MATMUL.impls["cuda@autotuned"].fn is mm.sgemm_autotuned
+
+
 @pytest.mark.skipif(runtime.has_gpu(), reason="checks the CPU behaviour of CUDA steps")
-def test_sgemm_unavailable_without_gpu():
+@pytest.mark.parametrize("step", ["naive", "autotuned"])
+def test_sgemm_unavailable_without_gpu(step):
     a, b = MATMUL.make_inputs((4, 4, 4), "fp32", "cpu", 0)
     with pytest.raises(Unavailable):
-        MATMUL.impls["cuda@naive"].fn(MATMUL.out_like(a, b), a, b)
+        MATMUL.impls[f"cuda@{step}"].fn(MATMUL.out_like(a, b), a, b)
 
 
 # --------------------------------------------------------------------- sm_90 code

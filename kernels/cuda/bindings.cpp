@@ -81,6 +81,28 @@ int variant_index(const char* op, c10::string_view variant, const char* const (&
   return -1;
 }
 
+// "autotuned:<config>" -> the config index (<config>: an index or a name of
+// kl::kSgemmAutotunedConfigs), with `variant` cut to "autotuned"; -1 (variant unchanged) without ':'.
+int sgemm_config(c10::string_view& variant) {
+  const auto colon = variant.find(':');
+  if (colon == c10::string_view::npos) return -1;
+  const c10::string_view name = variant.substr(0, colon), config = variant.substr(colon + 1);
+  const std::string full(variant.data(), variant.size());
+  TORCH_CHECK(name == c10::string_view(kl::kSgemmVariants[kl::kSgemmAutotuned]), "kernellab.sgemm: variant '",
+              full, "': only 'autotuned' takes a config ('autotuned:<index or name>')");
+  constexpr int n = kl::count_of(kl::kSgemmAutotunedConfigs);
+  std::string known;
+  for (int i = 0; i < n; ++i) {
+    if (config == c10::string_view(kl::kSgemmAutotunedConfigs[i]) || config == c10::string_view(std::to_string(i))) {
+      variant = name;
+      return i;
+    }
+    known += (i ? ", " : "") + std::to_string(i) + " " + kl::kSgemmAutotunedConfigs[i];
+  }
+  TORCH_CHECK(false, "kernellab.sgemm: unknown config in '", full, "'; known configs: ", known);
+  return -1;
+}
+
 // Turn a launcher's status into an error naming the op and variant.
 void check_status(const char* op, c10::string_view variant, int status) {
   if (status == kl::kOk) return;
@@ -215,10 +237,12 @@ void sgemm(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, c10::string_
               " (inner sizes differ)");
   TORCH_CHECK(c.size(0) == m && c.size(1) == n, "kernellab.", op, ": c must have shape (", m, ", ", n, "), got ",
               c.sizes());
-  const int v = variant_index(op, variant, kl::kSgemmVariants);
+  c10::string_view name = variant;
+  const int config = sgemm_config(name);  // "autotuned:<config>"
+  const int v = variant_index(op, name, kl::kSgemmVariants);
   const c10::cuda::CUDAGuard guard(a.device());
   check_status(op, variant,
-               kl::sgemm_launch(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), m, n, k, v,
+               kl::sgemm_launch(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), m, n, k, v, config,
                                 stream_of(a)));
 }
 

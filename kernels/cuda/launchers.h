@@ -65,14 +65,21 @@ enum SgemmVariant : int {
   kSgemmBlocktile1d = 3,
   kSgemmBlocktile2d = 4,
   kSgemmVectorized = 5,
-  kSgemmWarptile = 6
+  kSgemmWarptile = 6,
+  kSgemmAutotuned = 7
 };
 inline constexpr const char* kSgemmVariants[] = {"naive",        "coalesced",  "smem_tiling", "blocktile_1d",
-                                                 "blocktile_2d", "vectorized", "warptile"};
+                                                 "blocktile_2d", "vectorized", "warptile",    "autotuned"};
+// Tile shapes of the "autotuned" variant (index = config id; the binding takes "autotuned:<id>"):
+// BMxBNxBK, warp tile, threads per block, cp.async stages.
+inline constexpr const char* kSgemmAutotunedConfigs[] = {
+    "128x128x8_w64x64_t128_s4",  "128x128x16_w64x64_t128_s3", "128x256x8_w64x64_t256_s3",
+    "256x128x8_w64x64_t256_s3",  "128x128x16_w64x32_t256_s3", "128x64x16_w64x32_t128_s3",
+    "64x128x16_w32x64_t128_s3",  "64x64x16_w32x32_t128_s3"};
 
 static_assert(count_of(kGeluVariants) == kGeluVec4Ilp + 1, "gelu variant names and ids disagree");
 static_assert(count_of(kReduceSumVariants) == kReduceSumVec4 + 1, "reduce_sum variant names and ids disagree");
-static_assert(count_of(kSgemmVariants) == kSgemmWarptile + 1, "sgemm variant names and ids disagree");
+static_assert(count_of(kSgemmVariants) == kSgemmAutotuned + 1, "sgemm variant names and ids disagree");
 
 // ---- launchers ---------------------------------------------------------------------------
 // out = a + b over n elements.
@@ -105,8 +112,10 @@ int reduce_sum_launch(const void* x, float* out, int64_t n, DType dtype, int var
 int row_sum_launch(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, int variant,
                    cudaStream_t stream);
 
-// c (M, N) = a (M, K) @ b (K, N), fp32, all row-major.
+// c (M, N) = a (M, K) @ b (K, N), fp32, all row-major. `config` picks the tile shape of
+// kSgemmAutotuned (an index into kSgemmAutotunedConfigs; -1: the launcher's default for the
+// shape) and must be -1 for every other variant.
 int sgemm_launch(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int variant,
-                 cudaStream_t stream);
+                 int config, cudaStream_t stream);
 
 }  // namespace kl
