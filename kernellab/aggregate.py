@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import platform
 import re
 import subprocess
@@ -121,8 +122,10 @@ def git_info(root: Path) -> dict:
 
     commit = git("rev-parse", "--verify", "--quiet", "HEAD")
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
-        # a copy of the tree without its history (e.g. shipped to a GPU machine)
-        return {"git_commit": None, "git_dirty": None}
+        # a copy of the tree without its history (e.g. shipped to a GPU machine): the
+        # commit it was taken from, if the one who shipped it said (git archive HEAD)
+        told = os.environ.get("KERNELLAB_GIT_COMMIT", "")
+        return {"git_commit": told if re.fullmatch(r"[0-9a-f]{40}", told) else None, "git_dirty": None}
     dirty = git("status", "--porcelain", "--", ".", ":(exclude)results", ":(exclude).staging")
     return {"git_commit": commit, "git_dirty": bool(dirty)}
 
