@@ -137,7 +137,3 @@ def profile_steps(kernel: str, steps: list[tuple[str, str]], shape: str, build_j
     for rows, told in zip(split_steps(per_kernel, len(steps)), target, strict=True):
         out.append(combine(rows) if told.get("status") == "ok" else told)
     return out
-
-
-def profile_step(kernel: str, impl_key: str, shape: str, dtype: str, build_json: str, timeout_s: float) -> dict:
-    return profile_steps(kernel, [(impl_key, dtype)], shape, build_json, timeout_s)[0]

@@ -183,11 +183,14 @@ def ptx(config: dict, kernel: str, out_index: str) -> None:
     if cuda_keys:
         tasks.append((cuda_keys, list(plan.dtypes)))
     workers = int((config.get("ptx") or {}).get("workers") or min(8, len(os.sched_getaffinity(0))))
+    workers = max(1, min(workers, len(tasks)))
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks) or 1)), mp_context=get_context("fork")) as pool:
-        parts = list(pool.map(ptxmod.entries_for, [kernel] * len(tasks), *zip(*tasks, strict=True),
-                              [out_dir] * len(tasks), [arch] * len(tasks))) if tasks else []
-    entries = [e for part in parts for e in part]
+    entries = []
+    if tasks:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+            for part in pool.map(ptxmod.entries_for, [kernel] * len(tasks), *zip(*tasks, strict=True),
+                                 [out_dir] * len(tasks), [arch] * len(tasks)):
+                entries += part
     log.info("ptx %s: %d tasks on %d workers in %.1f s", kernel, len(tasks), workers, time.perf_counter() - t0)
     write_json(out_index, entries)
 

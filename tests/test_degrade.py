@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_ncu_absent_is_recorded_unavailable(monkeypatch):
     monkeypatch.setattr(ncu.shutil, "which", lambda name: None)
-    row = ncu.profile_step("gelu", "cuda@vec4", "1024", "fp32", "build.json", timeout_s=5)
+    [row] = ncu.profile_steps("gelu", [("cuda@vec4", "fp32")], "1024", "build.json", timeout_s=5)
     assert row["status"] == "unavailable" and "ncu" in row["reason"]
 
 
@@ -27,7 +27,7 @@ def test_ncu_refusal_is_recorded_with_its_message(monkeypatch):
 
     monkeypatch.setattr(ncu.shutil, "which", lambda name: "/usr/bin/ncu")
     monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done())
-    row = ncu.profile_step("gelu", "cuda@vec4", "1024", "fp32", "build.json", timeout_s=5)
+    [row] = ncu.profile_steps("gelu", [("cuda@vec4", "fp32")], "1024", "build.json", timeout_s=5)
     assert row["status"] == "unavailable" and "ERR_NVGPUCTRPERM" in row["reason"]
 
 
