@@ -13,6 +13,7 @@ other case still runs:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import time
@@ -148,7 +149,13 @@ def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: st
     return compare(result, ref, case.dtype, tol)
 
 
-def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], device: str) -> Iterator[dict]:
+def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], device: str,
+               tuned_shapes: frozenset | None = None) -> Iterator[dict]:
+    """Check every case with every seed. Autotuned Triton kernels tune only the shapes in
+    ``tuned_shapes`` (the benchmarked ones; None: all) and run their first config on the
+    others (``triton_utils.untuned``)."""
+    from kernellab.triton_utils import untuned
+
     for case in cases:
         base = _base(family, impl, case)
         need = memory_estimate(family, case, check=True)
@@ -158,9 +165,11 @@ def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], 
                 yield {**base, "seed": seed, "status": "oom", "tol": math.nan,
                        "reason": f"needs about {_gib(need)}, {_gib(have)} free: skipped"}
             continue
+        tuning = tuned_shapes is None or case.shape in tuned_shapes
         for seed in seeds:
             try:
-                row = run_case_check(family, impl, case, seed, device)
+                with contextlib.nullcontext() if tuning else untuned():
+                    row = run_case_check(family, impl, case, seed, device)
             except Exception as exc:  # noqa: BLE001 - recorded, then the next case runs
                 status, reason = _status_of(exc)
                 row = {"status": status, "reason": reason, "rel_err": math.nan, "max_abs": math.nan,
@@ -212,40 +221,53 @@ def bench_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig,
 
 
 # ------------------------------------------------------------------ per family
-def _isolated(work, family: Family, impl: Impl, cases: list[Case], timeout_s: float, isolate_workers: bool,
-              extra: dict) -> list[dict]:
-    records, problem = isolate.run(work, timeout_s, isolate=isolate_workers, label=f"{family.name} {impl.key}")
+def measure_impl(family: Family, impl: Impl, check_cases: list[Case], bench_cases: list[Case], seeds: list[int],
+                 cfg: TimingConfig | None, device: str) -> Iterator[tuple[str, dict]]:
+    """The checks, then the benchmark, of one implementation in one process, so that
+    what it compiles (torch.compile graphs, Triton kernels and their autotuning) is
+    compiled once: ``("check", row)`` and ``("bench", row)`` records."""
+    tuned = frozenset(c.shape for c in bench_cases)
+    for row in check_impl(family, impl, check_cases, seeds, device, tuned):
+        yield "check", row
+    _empty_cache(device)
+    if cfg is not None:
+        for row in bench_impl(family, impl, bench_cases, cfg, device):
+            yield "bench", row
+
+
+def _fill_missing(records: list[dict], problem: str, family: Family, impl: Impl, cases: list[Case],
+                  extra: dict) -> list[dict]:
+    """The records, plus one row with the worker's problem (timeout, crash) for every case
+    it did not reach."""
+    if not problem:
+        return records
+    status = "timeout" if problem.startswith("timeout") else "error"
+    reason = problem.split(": ", 1)[1] if ": " in problem else problem
     done = {(r["shape"], r["dtype"], r["params"]) for r in records}
-    if problem:
-        status = "timeout" if problem.startswith("timeout") else "error"
-        reason = problem.split(": ", 1)[1] if ": " in problem else problem
-        for case in cases:
-            labels = case.labels()
-            if (labels["shape"], labels["dtype"], labels["params"]) not in done:
-                records.append({**_base(family, impl, case), **extra, "status": status, "reason": reason})
-    return records
+    missing = [c for c in cases if (c.labels()["shape"], c.dtype, c.labels()["params"]) not in done]
+    return records + [{**_base(family, impl, c), **extra, "status": status, "reason": reason} for c in missing]
 
 
-def check_family(family: Family, plan: KernelPlan, seeds: list[int], device: str, timeout_s: float,
-                 isolate_workers: bool = True) -> list[dict]:
-    rows = []
+def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: float, isolate_workers: bool = True,
+                   seeds: list[int] | None = None, cfg: TimingConfig | None = None
+                   ) -> tuple[list[dict], list[dict]]:
+    """(check rows, bench rows) of every implementation of the plan, each implementation
+    in its own worker (``measure_impl``). No ``seeds``: no checks; no ``cfg``: no
+    benchmark. ``timeout_s`` holds for each implementation's worker."""
+    checks, benches = [], []
     for key in plan.impl_keys(family):
         impl = family.impls[key]
-        cases = plan.cases(family, impl, for_check=True)
-        work = functools.partial(check_impl, family, impl, cases, seeds, device)
-        rows += _isolated(work, family, impl, cases, timeout_s, isolate_workers, {"seed": seeds[0] if seeds else 0})
-    return rows
+        check_cases = plan.cases(family, impl, for_check=True) if seeds else []
+        bench_cases = plan.cases(family, impl)
+        work = functools.partial(measure_impl, family, impl, check_cases, bench_cases, seeds or [], cfg, device)
+        records, problem = isolate.run(work, timeout_s, isolate=isolate_workers, label=f"{family.name} {impl.key}")
+        got = {"check": [], "bench": []}
+        for kind, row in records:
+            got[kind].append(row)
+        checks += _fill_missing(got["check"], problem, family, impl, check_cases, {"seed": seeds[0] if seeds else 0})
+        if cfg is not None:
+            benches += _fill_missing(got["bench"], problem, family, impl, bench_cases, {"mode": cfg.mode})
+    return checks, benches
 
 
-def bench_family(family: Family, plan: KernelPlan, cfg: TimingConfig, device: str, timeout_s: float,
-                 isolate_workers: bool = True) -> list[dict]:
-    rows = []
-    for key in plan.impl_keys(family):
-        impl = family.impls[key]
-        cases = plan.cases(family, impl)
-        work = functools.partial(bench_impl, family, impl, cases, cfg, device)
-        rows += _isolated(work, family, impl, cases, timeout_s, isolate_workers, {"mode": cfg.mode})
-    return rows
-
-
-__all__ = ["CHECK_COLUMNS", "bench_family", "check_family", "compare", "shape_str"]
+__all__ = ["CHECK_COLUMNS", "compare", "measure_family", "shape_str"]

@@ -81,39 +81,30 @@ def build_cuda(out_json: str, resources_csv: str) -> dict:
     return info
 
 
-def check(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
+def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_csv: str, samples_json: str) -> None:
+    """Correctness checks and benchmarks of one family: each implementation's checks and
+    benchmark share one worker, so each compile and autotuning happens once."""
     from kernellab import registry
-    from kernellab.harness import CHECK_COLUMNS, check_family
-
-    device = runtime.setup()
-    cuda_ext.configure(build_json)
-    fam = registry.family(kernel)
-    rows = check_family(fam, _plan(config, kernel), list(config["check"]["seeds"]), device,
-                        float(config["check"]["timeout_s"]), bool(config.get("isolate", True)))
-    write_csv(out_csv, rows, columns=CHECK_COLUMNS)
-    bad = [r for r in rows if r["status"] != "ok"]
-    log.info("check %s: %d rows, %d not ok", kernel, len(rows), len(bad))
-
-
-def bench(config: dict, kernel: str, build_json: str, out_csv: str, samples_json: str) -> None:
-    from kernellab import registry
-    from kernellab.harness import bench_family
+    from kernellab.harness import CHECK_COLUMNS, measure_family
     from kernellab.timing import TimingConfig
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
     fam = registry.family(kernel)
     cfg = TimingConfig.from_config(config.get("timing"))
-    rows = bench_family(fam, _plan(config, kernel), cfg, device, float(config["bench"]["timeout_s"]),
-                        bool(config.get("isolate", True)))
+    timeout_s = float(config["check"]["timeout_s"]) + float(config["bench"]["timeout_s"])
+    checks, rows = measure_family(fam, _plan(config, kernel), device, timeout_s, bool(config.get("isolate", True)),
+                                  seeds=list(config["check"]["seeds"]), cfg=cfg)
+    write_csv(check_csv, checks, columns=CHECK_COLUMNS)
     samples = {}
     for r in rows:
         s = r.pop("samples_us", None)
         if s is not None:
             samples["|".join(str(r[k]) for k in ("impl_key", "shape", "dtype", "params"))] = s
     write_json(samples_json, {"kernel": kernel, "unit": "us", "samples": samples}, gz=True)
-    write_csv(out_csv, rows)
-    log.info("bench %s: %d rows", kernel, len(rows))
+    write_csv(bench_csv, rows)
+    bad = [r for r in checks if r["status"] != "ok"]
+    log.info("measure %s: %d check rows (%d not ok), %d bench rows", kernel, len(checks), len(bad), len(rows))
 
 
 def profile(config: dict, kernel: str, build_json: str, out_csv: str, trace_dir: str) -> None:

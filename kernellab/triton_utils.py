@@ -45,6 +45,7 @@ def is_autotuned(kernel) -> bool:
 
 
 _FORCED: dict[int, Any] = {}
+_UNTUNED = False
 
 
 @contextlib.contextmanager
@@ -58,24 +59,47 @@ def force_config(kernel, config):
         _FORCED.pop(id(kernel), None)
 
 
+@contextlib.contextmanager
+def untuned():
+    """Within the block, ``launch`` runs an autotuned kernel with the first config that
+    fits the call instead of tuning it: for the shapes that are only checked for
+    correctness (odd sizes no benchmark uses), where tuning would time every config, and
+    compile most of them, for a shape whose speed nobody reads. The configs share one
+    kernel body, so its masks and edge cases are exercised all the same."""
+    global _UNTUNED
+    old, _UNTUNED = _UNTUNED, True
+    try:
+        yield
+    finally:
+        _UNTUNED = old
+
+
+def first_config(kernel, args, kwargs):
+    """The first of the autotuner's configs that its ``early_config_prune`` keeps for
+    this call (the order of the config list is the order of preference)."""
+    prune = getattr(kernel, "early_config_prune", None)
+    if prune is None:
+        return kernel.configs[0]
+    return prune(kernel.configs, dict(zip(kernel.arg_names, args, strict=False)), **kwargs)[0]
+
+
 def launch(kernel, grid, *args, **kwargs) -> None:
-    """Launch ``kernel`` on ``grid``; an autotuned kernel under the interpreter runs its
-    first config (the interpreter has no timer to tune with)."""
+    """Launch ``kernel`` on ``grid``. An autotuned kernel runs its first fitting config
+    under the interpreter (it has no timer to tune with) and inside ``untuned()``."""
     forced = _FORCED.get(id(kernel))
+    if forced is None and is_autotuned(kernel) and (_UNTUNED or triton_interpreted()):
+        forced = first_config(kernel, args, kwargs)
     if forced is not None:
         launch_config(kernel, forced, grid, *args, **kwargs)
-    elif triton_interpreted() and is_autotuned(kernel):
-        cfg = kernel.configs[0]
-        meta = {k: v for k, v in cfg.kwargs.items() if k not in kwargs}
-        kernel.fn[grid](*args, **kwargs, **meta)
     else:
         kernel[grid](*args, **kwargs)
 
 
 def launch_config(kernel, config, grid, *args, **kwargs) -> None:
-    """Launch the kernel behind an autotuner with one given config (autotune rule)."""
+    """Launch the kernel behind an autotuner with one given config (autotune rule);
+    meta-parameters the call passes itself win over the config's."""
     fn = kernel.fn if is_autotuned(kernel) else kernel
-    extra = dict(config.kwargs)
+    extra = {k: v for k, v in config.kwargs.items() if k not in kwargs}
     if not triton_interpreted():
         extra.update(num_warps=config.num_warps, num_stages=config.num_stages)
     fn[grid](*args, **kwargs, **extra)

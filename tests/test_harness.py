@@ -9,7 +9,7 @@ import torch
 
 from kernellab import isolate, registry
 from kernellab.cases import Case, kernel_plan
-from kernellab.harness import bench_family, check_family, check_impl, compare
+from kernellab.harness import check_impl, compare, measure_family
 from kernellab.registry import Impl
 from kernellab.timing import TimingConfig, measure
 
@@ -60,6 +60,10 @@ def _plan(keys):
     return kernel_plan("vector_add", {**PLAN_CFG, "impls": keys}, "gpu")
 
 
+def check_family(family, plan, seeds, device, timeout_s):
+    return measure_family(family, plan, device, timeout_s, seeds=seeds)[0]
+
+
 def _by(rows, key):
     return [r for r in rows if r["impl_key"] == key]
 
@@ -95,12 +99,21 @@ def test_each_failure_is_recorded_and_others_complete(family):
 
 def test_bench_records_failures_without_losing_other_rows(family):
     cfg = TimingConfig(budget_s=0.02, min_samples=3, warmup_s=0.0, min_warmup=1)
-    rows = bench_family(family, _plan(["torch_fused", "triton@raises", "triton@hangs"]), cfg, "cpu", timeout_s=5)
+    rows = measure_family(family, _plan(["torch_fused", "triton@raises", "triton@hangs"]), "cpu", 5, cfg=cfg)[1]
     by = {r["impl_key"]: r for r in rows}
     assert by["torch_fused"]["status"] == "ok" and by["torch_fused"]["median_us"] > 0
     assert by["triton@raises"]["status"] == "error"
     assert by["triton@hangs"]["status"] == "timeout"
 
+
+def test_measure_runs_checks_then_bench_in_one_worker(family):
+    """One worker per implementation: the bench sees the process the checks warmed. (It forks
+    before any test below runs torch's thread pool in this process: a fork after that can hang.)"""
+    cfg = TimingConfig(budget_s=0.02, min_samples=3, warmup_s=0.0, min_warmup=1)
+    checks, benches = measure_family(family, _plan(["torch_fused", "triton@crashes"]), "cpu", 30, seeds=[0], cfg=cfg)
+    assert {(r["impl_key"], r["status"]) for r in checks} == {("torch_fused", "ok"), ("triton@crashes", "error")}
+    assert {(r["impl_key"], r["status"]) for r in benches} == {("torch_fused", "ok"), ("triton@crashes", "error")}
+    assert all("died" in r["reason"] for r in checks + benches if r["impl_key"] == "triton@crashes")
 
 def test_case_too_large_for_memory_is_skipped_as_oom():
     fam = registry.family("vector_add")
@@ -152,3 +165,47 @@ def test_run_batch_keeps_each_work_apart():
     assert res["b"][0] == [{"i": 0}] and "ValueError: bad input" in res["b"][1]
     assert res["c"][0] == [{"i": 0}] and "died" in res["c"][1]
     assert res["d"] == ([{"i": 0}], "")  # ran in a fresh worker after c killed the first
+
+
+# ------------------------------------------------------------------ tuning only the benchmarked shapes
+def test_check_only_shapes_run_untuned(monkeypatch):
+    """Benchmarked shapes are tuned; shapes that are only checked run the first config."""
+    import contextlib
+
+    from kernellab import triton_utils
+
+    seen = []
+
+    @contextlib.contextmanager
+    def spy():
+        seen.append("untuned")
+        yield
+
+    monkeypatch.setattr(triton_utils, "untuned", spy)
+    fam = registry.family("vector_add")
+    plan = kernel_plan("vector_add", {**PLAN_CFG, "impls": ["torch_fused"]}, "gpu")
+    impl = fam.impls["torch_fused"]
+
+    def work():  # in a worker, as in the pipeline (torch's thread pool never starts in this process)
+        yield from check_impl(fam, impl, plan.cases(fam, impl, for_check=True), [0, 1], "cpu",
+                              tuned_shapes=frozenset({(1000,)}))
+        yield {"seen": list(seen)}
+
+    rows, problem = isolate.run(work, 60)
+    assert not problem
+    assert [r["shape"] for r in rows[:-1]] == ["1000", "1000", "33", "33"]
+    assert rows[-1]["seen"] == ["untuned", "untuned"]  # the two seeds of shape 33 only
+
+
+def test_first_config_is_the_first_the_prune_keeps():
+    from kernellab.ops import matmul
+    from kernellab.triton_utils import first_config
+
+    a = torch.randn(8, 8)
+    args = (a, a, a, 8, 8, 8, 8, 1, 8, 1, 8, 1)
+    fp32 = first_config(matmul.matmul_kernel, args, {"INPUT_PRECISION": "ieee", "TMA_OK": False})
+    assert fp32 is matmul.configs_for("fp32")[0]
+    half = first_config(matmul.matmul_kernel, (a.half(), a.half(), a.half()) + args[3:],
+                        {"INPUT_PRECISION": "ieee", "TMA_OK": True})
+    assert half is matmul.matmul_kernel.configs[0] and half is not fp32
+

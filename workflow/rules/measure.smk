@@ -1,37 +1,21 @@
-rule check:
-    input:
-        code=kernel_code,
-        build=rules.build_cuda.output.json,
-    output:
-        csv=stage("check/{kernel}.csv"),
-    log:
-        stage("logs/check/{kernel}.log"),
-    resources:
-        gpu=1,
-    params:
-        kernel=kernel_config,
-        timing=config["timing"],
-    script:
-        "../scripts/check.py"
-
-
-rule bench:
+rule measure:
     input:
         code=kernel_code,
         build=rules.build_cuda.output.json,
         survey=rules.survey.output.json,
     output:
-        csv=stage("bench/{kernel}.csv"),
+        check=stage("check/{kernel}.csv"),
+        bench=stage("bench/{kernel}.csv"),
         samples=stage("bench/{kernel}.samples.json.gz"),
     log:
-        stage("logs/bench/{kernel}.log"),
+        stage("logs/measure/{kernel}.log"),
     resources:
         gpu=1,
     params:
         kernel=kernel_config,
         timing=config["timing"],
     script:
-        "../scripts/bench.py"
+        "../scripts/measure.py"
 
 
 rule autotune:

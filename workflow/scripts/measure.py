@@ -1,10 +1,11 @@
 from kernellab import pipeline
 
 with pipeline.logged(snakemake.log[0]):
-    pipeline.bench(
+    pipeline.measure(
         snakemake.config,
         snakemake.wildcards.kernel,
         snakemake.input.build,
-        snakemake.output.csv,
+        snakemake.output.check,
+        snakemake.output.bench,
         snakemake.output.samples,
     )

@@ -1,4 +1,0 @@
-from kernellab import pipeline
-
-with pipeline.logged(snakemake.log[0]):
-    pipeline.check(snakemake.config, snakemake.wildcards.kernel, snakemake.input.build, snakemake.output.csv)
