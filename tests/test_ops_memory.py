@@ -35,7 +35,8 @@ FAMS = {name: registry.family(name) for name in NAMES}
 DTYPES = ("fp32", "bf16")
 DEVICE = runtime.device()
 # odd widths, a single column, a row just over a power of two (the online / looped
-# kernels at their chunk boundary) and one over the one-pass limit (8192 columns)
+# kernels at their chunk boundary) and one over 8192 columns (where the autotuner may
+# pick either path; every config of both is forced in test_every_autotune_config)
 ROW_SHAPES = [(3, 1000), (5, 1), (7, 33), (1, 4097), (2, 8193)]
 VEC_SHAPES = [(1,), (33,), (1000,), (65539,)]  # the last spans several grid-stride rounds
 COMPARED = ("softmax", "layer_norm", "rms_norm", "reduction", "row_sum")  # against the reference
@@ -140,6 +141,28 @@ def test_every_autotune_config(name, key, kernel, dtype):
                 check(name, got, inputs, dtype)
             except AssertionError as exc:
                 raise AssertionError(f"{shape}, config {config}: {exc}") from exc
+
+
+@pytest.mark.parametrize("flag", ["LOOPED", "ONLINE"])
+def test_row_configs_pruned_by_row_length(flag):
+    """Short rows: one pass only, one config per (rows per program, warps); up to 32768
+    columns: one row per program in one pass, or the loop; wider: the loop only."""
+    from kernellab.ops._common import prune_row_tile_configs, row_tile_configs
+
+    configs = row_tile_configs(flag)
+
+    def kept(block):
+        return prune_row_tile_configs(configs, {}, BLOCK_COLS=block)
+
+    short = kept(1024)
+    assert short and not any(c.kwargs[flag] for c in short)
+    assert len({(max(c.kwargs["TILE"] // 1024, 1), c.num_warps) for c in short}) == len(short)
+    for block in (16384, 32768):
+        wide = kept(block)
+        assert {c.num_warps for c in wide if not c.kwargs[flag]} == {16, 32}
+        assert all(c.kwargs["TILE"] == 1 for c in wide if not c.kwargs[flag])
+        assert sum(c.kwargs[flag] for c in wide) == 12
+    assert kept(65536) and all(c.kwargs[flag] for c in kept(65536))
 
 
 @pytest.mark.parametrize("name", ["softmax", "layer_norm", "rms_norm", "row_sum"])

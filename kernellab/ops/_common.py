@@ -70,28 +70,56 @@ def cuda_op(name: str, variant: str) -> Callable:
     return run
 
 
-def row_tile_configs():
-    """Autotune configs of the row kernels (layer norm, RMSNorm). TILE: elements per
-    program (one pass: rows = TILE // BLOCK_COLS) or the chunk (looped), x warps. The
-    interpreter runs the first."""
+# Row kernels (softmax, layer norm, RMSNorm) hold a row in registers in one pass, or loop
+# over it in chunks (a streaming path, named by a constexpr flag: LOOPED, ONLINE). Rows up
+# to REGISTER_ROW_COLS (padded) columns always take one pass; up to ONE_PASS_MAX_COLS the
+# autotuner also times one pass with one row per 16 or 32 warps (32 to 64 values per
+# thread) against the loop, whose second read of a 128 KiB row is not always an L2 hit
+# when every SM holds several such rows; wider rows loop.
+REGISTER_ROW_COLS = 8192
+ONE_PASS_MAX_COLS = 32768
+
+
+def row_tile_configs(flag: str):
+    """Autotune configs of a row kernel whose streaming path is selected by the constexpr
+    ``flag``. TILE: elements per program (one pass: rows = TILE // BLOCK_COLS, at least
+    one) or the chunk (looped), x warps. ``prune_row_tile_configs`` keeps the ones that
+    fit a row length; the interpreter runs the first of those."""
     import triton
 
-    return [
-        triton.Config({"TILE": tile}, num_warps=warps)
-        for tile in (2048, 4096, 8192, 1024)
-        for warps in (4, 8, 16)
-    ]
+    tiles = [(tile, warps) for tile in (2048, 4096, 8192, 1024) for warps in (4, 8, 16)]
+    return ([triton.Config({"TILE": tile, flag: False}, num_warps=warps) for tile, warps in tiles]
+            + [triton.Config({"TILE": 1, flag: False}, num_warps=warps) for warps in (16, 32)]
+            + [triton.Config({"TILE": tile, flag: True}, num_warps=warps) for tile, warps in tiles])
 
 
 def prune_row_tile_configs(configs, named_args, **kwargs):
-    """One pass: every TILE <= BLOCK_COLS runs one row per program; keep one per warp count."""
-    if kwargs.get("LOOPED"):
-        return configs
+    """The configs that fit rows of BLOCK_COLS (padded) columns: one pass only up to
+    REGISTER_ROW_COLS (one config per rows-per-program and warp count), one pass with
+    one row per program or the loop up to ONE_PASS_MAX_COLS, the loop beyond."""
     block_cols = kwargs["BLOCK_COLS"]
+    flag = next(k for k in configs[0].kwargs if k != "TILE")
+    if block_cols > ONE_PASS_MAX_COLS:
+        return [c for c in configs if c.kwargs[flag]]
+    if block_cols > REGISTER_ROW_COLS:
+        return [c for c in configs if c.kwargs[flag] or c.kwargs["TILE"] == 1]
     seen, kept = set(), []
     for cfg in configs:
-        key = (max(cfg.kwargs["TILE"] // block_cols, 1), cfg.num_warps)
-        if key not in seen:
+        key = (rows_per_program(cfg.kwargs["TILE"], block_cols), cfg.num_warps)
+        if not cfg.kwargs[flag] and key not in seen:
             seen.add(key)
             kept.append(cfg)
     return kept
+
+
+def rows_per_program(tile: int, block_cols: int) -> int:
+    """Rows of BLOCK_COLS columns that a one-pass program of TILE elements holds."""
+    return max(tile // block_cols, 1)
+
+
+def row_grid(rows: int, block_cols: int, flag: str):
+    """The launch grid of a row kernel for the config's meta-parameters: one program per
+    row when looping, else one per ``rows_per_program`` rows."""
+    import triton
+
+    return lambda meta: (rows if meta[flag] else triton.cdiv(rows, rows_per_program(meta["TILE"], block_cols)),)

@@ -7,10 +7,11 @@ Memory-bound: x read once, y written once, w and b read once (bytes = (2 * rows 
 profile shape) that is 256 MiB, about 64 us at 4.2 TB/s; at 4096 x 32768 fp32, 1 GiB,
 about 0.26 ms.
 
-The Triton kernel keeps whole rows in registers while they fit (up to 8192 columns,
-several short rows per program) and loops over longer rows in two passes (statistics,
-then normalize; the second read mostly hits L1/L2); one autotuned kernel, a constexpr
-picks the path.
+The Triton kernel keeps whole rows in registers (several short rows per program), or
+loops over a row in two passes (statistics, then normalize; the second read mostly hits
+L1/L2); one autotuned kernel, the config's constexpr LOOPED picks the path: one pass up
+to 8192 columns, the faster of the two up to 32768 (``_common.prune_row_tile_configs``),
+the loop beyond.
 """
 
 from __future__ import annotations
@@ -19,13 +20,21 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.ops._common import compiled, cuda_op, numel, prune_row_tile_configs, randn, returns_new, row_tile_configs
+from kernellab.ops._common import (
+    compiled,
+    cuda_op,
+    numel,
+    prune_row_tile_configs,
+    randn,
+    returns_new,
+    row_grid,
+    row_tile_configs,
+)
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
 from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 EPS = 1e-5
-ONE_PASS_MAX_COLS = 8192  # longer rows take the looped kernel
 
 
 def reference(x, w, b):
@@ -106,7 +115,7 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
 
 
 layer_norm_tuned = autotune(
-    configs=row_tile_configs(), key=["n_rows", "n_cols"],
+    configs=row_tile_configs("LOOPED"), key=["n_rows", "n_cols"],
     prune_configs_by={"early_config_prune": prune_row_tile_configs},
 )(layer_norm_kernel)
 
@@ -116,10 +125,8 @@ def layer_norm_triton(out, x, w, b):
         raise ValueError("layer_norm takes a 2-D (rows, cols) tensor with a contiguous last dimension")
     rows, cols = x.shape
     block = triton.next_power_of_2(cols)
-    looped = block > ONE_PASS_MAX_COLS
-    launch(layer_norm_tuned,
-           lambda meta: (rows if looped else triton.cdiv(rows, max(meta["TILE"] // block, 1)),),
-           x, w, b, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block, LOOPED=looped)
+    launch(layer_norm_tuned, row_grid(rows, block, "LOOPED"), x, w, b, out, rows, cols, x.stride(0),
+           out.stride(0), EPS, BLOCK_COLS=block)
     return out
 
 

@@ -19,13 +19,21 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.ops._common import compiled, cuda_op, numel, prune_row_tile_configs, randn, returns_new, row_tile_configs
+from kernellab.ops._common import (
+    compiled,
+    cuda_op,
+    numel,
+    prune_row_tile_configs,
+    randn,
+    returns_new,
+    row_grid,
+    row_tile_configs,
+)
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
 from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 EPS = 1e-6
-ONE_PASS_MAX_COLS = 8192  # longer rows take the looped kernel
 
 
 def reference(x, w):
@@ -86,7 +94,7 @@ def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
 
 
 rms_norm_tuned = autotune(
-    configs=row_tile_configs(), key=["n_rows", "n_cols"],
+    configs=row_tile_configs("LOOPED"), key=["n_rows", "n_cols"],
     prune_configs_by={"early_config_prune": prune_row_tile_configs},
 )(rms_norm_kernel)
 
@@ -96,10 +104,8 @@ def rms_norm_triton(out, x, w):
         raise ValueError("rms_norm takes a 2-D (rows, cols) tensor with a contiguous last dimension")
     rows, cols = x.shape
     block = triton.next_power_of_2(cols)
-    looped = block > ONE_PASS_MAX_COLS
-    launch(rms_norm_tuned,
-           lambda meta: (rows if looped else triton.cdiv(rows, max(meta["TILE"] // block, 1)),),
-           x, w, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block, LOOPED=looped)
+    launch(rms_norm_tuned, row_grid(rows, block, "LOOPED"), x, w, out, rows, cols, x.stride(0), out.stride(0), EPS,
+           BLOCK_COLS=block)
     return out
 
 
