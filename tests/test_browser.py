@@ -34,6 +34,14 @@ def test_report_loads_cleanly(page):
     assert result["images"] == page.read_text(encoding="utf-8").count("<img") == 11
 
 
+@pytest.mark.parametrize("width", [360, 768])
+def test_phone_and_tablet_widths_do_not_scroll_sideways(page, width):
+    """Wide tables and code scroll inside their own boxes; the page itself fits the window."""
+    result = check_page(page, width=width)
+    assert result["console_errors"] == [] and result["broken_images"] == []
+    assert 0 < result["scroll_width"] <= width
+
+
 def test_screenshot_1280(page, tmp_path):
     png = screenshot(page, tmp_path / "report.png", width=1280)
     data = png.read_bytes()
@@ -58,3 +66,9 @@ def test_checker_sees_problems(tmp_path):
     assert "boom" in errors and "undefined_function" in errors
     assert len(result["broken_images"]) == 2
     assert result["external_requests"] == ["http://example.invalid/x.png"]
+
+
+def test_checker_sees_a_page_wider_than_the_window(tmp_path):
+    wide = tmp_path / "wide.html"
+    wide.write_text("<!DOCTYPE html><html><body><div style='width:900px'>x</div></body></html>", encoding="utf-8")
+    assert check_page(wide, width=360)["scroll_width"] >= 900

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import json
 import math
 import os
 import re
@@ -293,6 +294,13 @@ def test_failing_rows_are_flagged_and_never_best(gpu):
         row for row in re.findall(r"<tr[^>]*>.*?</tr>", summary) if "<td>gelu</td><td>bf16</td>" in row
     ]
     assert len(gelu_bf16) == 1 and "<td>cuda@vec4</td>" in gelu_bf16[0] and "triton" not in gelu_bf16[0]
+    # speedup: torch_fused's median over the best's; % of peak: the best's GB/s over the measured copy GB/s
+    speedup = median(rows, "gelu", "torch_fused", "268435456", "bf16") / median(
+        rows, "gelu", "cuda@vec4", "268435456", "bf16"
+    )
+    (vec4,) = [r for r in rows if (r["impl_key"], r["dtype"], r["shape"]) == ("cuda@vec4", "bf16", "268435456")]
+    pct = 100 * float(vec4["gbps"]) / load(FIXTURE, "fake-gpu").survey["copy_gbps"]
+    assert f'<td class="num">{speedup:.2f}×</td>' in gelu_bf16[0] and f'<td class="num">{pct:.1f}%</td>' in gelu_bf16[0]
     failures = html.split('id="failures"')[1].split("</section>")[0]
     for status, reason in (
         ("oom", "CUDA out of memory"),
@@ -363,11 +371,74 @@ def test_comparison_only_when_asked(gpu, cpu):
     assert "cpu-x86_64 vs" not in cpu["html"] and 'id="comparison"' not in cpu["html"]
     cmp = gpu["html"].split('id="comparison"')[1]
     assert "fake-gpu vs cpu-x86_64" in cmp and "common case(s)" in cmp
-    assert "SLOWER" in cmp and "FASTER" in cmp and "AMBIGUOUS" in cmp
+    runs = cmp.split("Run comparisons (compare/*.csv)")[1]  # compare/baseline_vs_run.csv's verdicts
+    for verdict in ("SAME", "FASTER", "⚠ SLOWER", "AMBIGUOUS"):
+        assert f"<td>{verdict}</td>" in runs, verdict
+    common = cmp.split("Common cases")[1].split("</details>")[0]  # fake-gpu against the CPU: faster
+    assert common.count("<td>FASTER</td>") == common.count("<tr") - 1
     # triton bf16 268435456 failed on fake-gpu; gelu 65536 fp32 torch_fused is common
-    common = cmp.split("Common cases")[1].split("</details>")[0]
     assert "<td>torch_fused</td><td>fp32</td><td>65536</td>" in common
     assert "268435456" not in common
+
+
+def test_hardware_comparison_gives_verdicts(tmp_path):
+    """The side-by-side table and plot classify each common case (stats.classify, the run's
+    compare.threshold): SAME, FASTER, SLOWER and AMBIGUOUS, counted per kernel."""
+    root = tmp_path / "results"
+    for name in ("here", "there"):
+        shutil.copytree(FIXTURE / "fake-gpu", root / name)
+        shutil.rmtree(root / name / "compare")
+    rows = summary_rows("fake-gpu")
+    scale = {"triton": (2.0, 2.0, 2.0), "compiled": (0.5, 0.5, 0.5), "cuda@course": (1.2, 0.8, 1.5)}
+    for r in rows:
+        if (r["kernel"], r["shape"], r["dtype"]) == ("gelu", "65536", "fp32") and r["impl_key"] in scale:
+            base = float(r["median_us"])
+            for col, f in zip(("median_us", "p20_us", "p80_us"), scale[r["impl_key"]], strict=True):
+                r[col] = str(base * f)
+    with (root / "there" / "summary.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+    def verdicts(threshold=None):
+        env_path = root / "here" / "environment.json"
+        env = json.loads((FIXTURE / "fake-gpu" / "environment.json").read_text(encoding="utf-8"))
+        if threshold is not None:
+            env["config"]["compare"] = {"threshold": threshold}
+        env_path.write_text(json.dumps(env), encoding="utf-8")
+        out = tmp_path / f"out-{threshold}"
+        files = render(root, "here", out, others=["there"])
+        md = files["report.md"].read_text(encoding="utf-8")
+        html = files["report.html"].read_text(encoding="utf-8")
+        assert files["plots/compare_there.png"].read_bytes().startswith(PNG)
+        got = {}
+        for line in md.splitlines():
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) == 11 and (cells[0], cells[2], cells[3]) == ("gelu", "fp32", "65536"):
+                got[cells[1]] = cells[-1]
+        return got, md, html
+
+    got, md, html = verdicts()
+    assert got == {
+        "compiled": "⚠ SLOWER",
+        "cuda@course": "AMBIGUOUS",
+        "cuda@vec4": "SAME",
+        "torch_fused": "SAME",
+        "torch_naive": "SAME",
+        "triton": "FASTER",
+    }
+    assert "| verdict for here |" in md and "at most 3% (compare.threshold)" in md
+    cmp = html.split('id="comparison"')[1]
+    assert re.search(r'<tr class="bad"><td>gelu</td><td>compiled</td>.*<td>⚠ SLOWER</td></tr>', cmp)
+    assert re.search(r'<tr class="good"><td>gelu</td><td>triton</td>.*<td>FASTER</td></tr>', cmp)
+    by_kernel = md.split("### here vs there")[1].split("<details>")[0]
+    (gelu,) = [ln for ln in by_kernel.splitlines() if ln.startswith("| gelu | ")]
+    n, same, faster, slower, ambiguous = [c.strip() for c in gelu.split("|")[2:7]]
+    assert (faster, slower, ambiguous) == ("1", "1", "1") and int(same) == int(n) - 3
+
+    got, md, _ = verdicts(threshold=0.25)  # the run's own threshold: a 17% change is now SAME
+    assert got["cuda@course"] == "SAME" and got["triton"] == "FASTER" and got["compiled"] == "⚠ SLOWER"
+    assert "at most 25% (compare.threshold)" in md
 
 
 def test_missing_optional_files_and_columns(tmp_path):
@@ -431,7 +502,7 @@ def test_pipeline_layout_staging_set_and_root_compare(tmp_path):
     html = first["report.html"].read_text(encoding="utf-8")
     cmp = html.split('id="comparison"')[1]
     assert "fake-gpu vs cpu-x86_64" in cmp and "cpu-x86_64__vs__fake-gpu.csv" in cmp
-    assert "other__vs__another.csv" not in cmp and "SLOWER" not in cmp
+    assert "other__vs__another.csv" not in cmp and "<td>⚠ SLOWER</td>" not in cmp  # that file's only verdict
     before = {k: p.read_bytes() for k, p in first.items()}
     again = render(stage, "fake-gpu", out, others=["cpu-x86_64"], others_root=results)
     assert {k: p.read_bytes() for k, p in again.items()} == before  # its own pages are not inputs

@@ -30,9 +30,12 @@ from kernellab.report.model import (
     value,
 )
 from kernellab.report.tables import Table, kv_table
-from kernellab.stats import geomean
+from kernellab.stats import AMBIGUOUS, FASTER, SAME, SLOWER, classify, geomean
 
 PTX_LINES = 40
+COMPARE_THRESHOLD = 0.03  # config compare.threshold's default (config schema, stats.classify)
+VERDICTS = (SAME, FASTER, SLOWER, AMBIGUOUS)
+VERDICT_FLAGS = {SLOWER: "bad", FASTER: "good", AMBIGUOUS: "warn"}
 PTX_MAX_BYTES = 4 << 20
 HIGHLIGHT = [
     ("ld.global.v4", re.compile(r"\bld\.global(\.\w+)*\.v4\b")),
@@ -982,11 +985,23 @@ def _pick_pair(a_rows: list[dict], b_rows: list[dict]) -> tuple[dict, dict]:
     return a_rows[0], b_rows[0]
 
 
+def compare_threshold(res: Results) -> float:
+    """The run's ``compare.threshold`` (environment.json's config), else the default."""
+    cfg = res.environment.get("config")
+    cmp = cfg.get("compare") if isinstance(cfg, dict) else None
+    t = fmt.to_float(cmp.get("threshold")) if isinstance(cmp, dict) else math.nan
+    return t if math.isfinite(t) and t >= 0 else COMPARE_THRESHOLD
+
+
 def comparison_view(res: Results, other: Results) -> ComparisonView:
+    """This set against another, case by case. Each common case gets the verdict of
+    ``stats.classify`` with the other set as the baseline: FASTER or SLOWER says how this
+    set did, SAME is within the threshold or the noise, AMBIGUOUS has overlapping p20–p80."""
     cv = ComparisonView(other=other.hardware, found=other.exists and bool(other.summary))
     if not cv.found:
         cv.note = f"results/{other.hardware}/summary.csv was not found or is empty: nothing to compare."
         return cv
+    threshold = compare_threshold(res)
 
     def index(rs):
         out: dict[tuple, list[dict]] = {}
@@ -1013,13 +1028,15 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
             f"{other.hardware} µs",
             f"time ratio {other.hardware} / {res.hardware}",
             "faster on",
+            f"verdict for {res.hardware}",
         ],
-        numeric=[False, False, False, False, False, False, True, True, True, False],
+        numeric=[False, False, False, False, False, False, True, True, True, False, False],
     )
     pairs = []
     for k in keys:
         ra, rb = _pick_pair(a[k], b[k])
         ratio = rb["median_us"] / ra["median_us"]
+        verdict, _ = classify(rb, ra, threshold)
         mode = ra["mode"] if ra["mode"] == rb["mode"] else f"{ra['mode']} / {rb['mode']}"
         faster = (
             f"{res.hardware} by {fmt.ratio(ratio)}"
@@ -1040,24 +1057,39 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
                 fmt.us(rb["median_us"]),
                 fmt.ratio(ratio),
                 faster,
-            ]
+                ("⚠ " if verdict == SLOWER else "") + verdict,
+            ],
+            VERDICT_FLAGS.get(verdict, ""),
         )
-        pairs.append({"kernel": k[0], "a_us": ra["median_us"], "b_us": rb["median_us"], "ratio": ratio})
+        pairs.append(
+            {
+                "kernel": k[0],
+                "a_us": ra["median_us"],
+                "b_us": rb["median_us"],
+                "ratio": ratio,
+                "verdict": verdict,
+            }
+        )
     cv.table = t
     bk = Table(
-        ["kernel", "common cases", f"geomean {other.hardware} / {res.hardware}", "min", "max"],
-        numeric=[False, True, True, True, True],
+        ["kernel", "common cases", *VERDICTS, f"geomean {other.hardware} / {res.hardware}", "min", "max"],
+        numeric=[False, True] + [True] * len(VERDICTS) + [True, True, True],
     )
     for kernel in sorted({p["kernel"] for p in pairs}):
-        rs = [p["ratio"] for p in pairs if p["kernel"] == kernel]
-        bk.add([kernel, str(len(rs)), fmt.ratio(geomean(rs)), fmt.ratio(min(rs)), fmt.ratio(max(rs))])
+        ps = [p for p in pairs if p["kernel"] == kernel]
+        rs = [p["ratio"] for p in ps]
+        counts = [str(sum(p["verdict"] == v for p in ps)) for v in VERDICTS]
+        bk.add([kernel, str(len(rs)), *counts, fmt.ratio(geomean(rs)), fmt.ratio(min(rs)), fmt.ratio(max(rs))])
     cv.by_kernel = bk
     data = plots.comparison(pairs, res.hardware, other.hardware)
     if data:
         cv.image = Image(
             name=f"compare_{html_id(other.hardware)}",
-            alt=f"median times, {res.hardware} vs {other.hardware}",
-            caption=f"Median time of each common case: {res.hardware} (x) against {other.hardware} (y).",
+            alt=f"median times, {res.hardware} vs {other.hardware}, colored SAME, FASTER, SLOWER, AMBIGUOUS",
+            caption=(
+                f"Median time of each common case: {res.hardware} (x) against {other.hardware} (y), "
+                f"colored by the verdict for {res.hardware}."
+            ),
             data=data,
         )
     if not pairs:
@@ -1065,7 +1097,11 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
     else:
         cv.note = (
             f"{len(pairs)} common case(s), correct on both. A ratio above 1× means {res.hardware} is "
-            "faster. Modes are matched when both ran the same one."
+            "faster. Modes are matched when both ran the same one. Verdict for "
+            f"{res.hardware}, against {other.hardware}: SAME when the medians differ by at most "
+            f"{100 * threshold:g}% (compare.threshold) or the two runs' noise (stdrel) added together; "
+            "FASTER or SLOWER when they differ by more and the p20–p80 intervals do not overlap; "
+            "AMBIGUOUS when they differ by more but the intervals overlap."
         )
     return cv
 
@@ -1088,7 +1124,6 @@ def compare_verdicts(res: Results) -> Table:
         ],
         numeric=[False] * 8 + [True, True, True, False],
     )
-    flags = {"SLOWER": "bad", "FASTER": "good", "AMBIGUOUS": "warn"}
     rows = sorted(
         res.compare,
         key=lambda r: (
@@ -1117,7 +1152,7 @@ def compare_verdicts(res: Results) -> Table:
                 f"{100 * r['change']:+.1f}%" if math.isfinite(r["change"]) else fmt.NA,
                 ("⚠ " if v == "SLOWER" else "") + (r["verdict"] or fmt.NA),
             ],
-            flags.get(v, ""),
+            VERDICT_FLAGS.get(v, ""),
         )
     return t
 

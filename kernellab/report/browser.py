@@ -5,8 +5,9 @@ JSON messages separated by NUL bytes on file descriptors 3 and 4), so no websock
 client, no Playwright and no browser download are needed; only a Chromium binary
 (Debian package ``chromium``, ``/usr/bin/chromium``; ``KERNELLAB_CHROMIUM`` overrides).
 
-- ``check_page(html)``: load the file and report console errors, uncaught exceptions,
-  failed or external requests and images that did not decode (naturalWidth 0).
+- ``check_page(html, width)``: load the file and report console errors, uncaught exceptions,
+  failed or external requests, images that did not decode (naturalWidth 0) and the
+  document's width (wider than the window: it scrolls sideways).
 - ``screenshot(html, png, width=1280)``: a full-page PNG at that CSS width.
 
 Chromium runs headless with a fresh profile, no sandbox (containers), no GPU, no
@@ -271,11 +272,14 @@ def check_page(html: Path, width: int = 1280, timeout: float = DEFAULT_TIMEOUT) 
 
     Returns ``console_errors`` (console.error, uncaught exceptions, error log entries,
     failed loads), ``broken_images`` (an <img> with naturalWidth 0 after decoding),
-    ``external_requests`` (anything not file:, data: or about:) and ``images`` (count).
+    ``external_requests`` (anything not file:, data: or about:), ``images`` (count) and
+    ``scroll_width`` (the document's width in CSS pixels: above ``width``, the page
+    scrolls sideways at that width).
     """
     with _Chromium(timeout=timeout) as b:
         b.open(Path(html), width)
         info = b.evaluate(_IMAGES_JS) or {}
+        scroll_width = int(b.evaluate("document.documentElement.scrollWidth") or 0)
         b.call("Runtime.evaluate", {"expression": "0"})  # let queued events arrive
         errors, requests = _problems(b.events)
     return {
@@ -283,6 +287,7 @@ def check_page(html: Path, width: int = 1280, timeout: float = DEFAULT_TIMEOUT) 
         "broken_images": list(info.get("broken", [])),
         "external_requests": requests,
         "images": int(info.get("count", 0)),
+        "scroll_width": scroll_width,
     }
 
 

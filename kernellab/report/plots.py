@@ -362,29 +362,52 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
         return png_bytes(fig)
 
 
+VERDICT_COLORS = {"SAME": "#888888", "FASTER": "#2a9d4a", "SLOWER": "#d1495b", "AMBIGUOUS": "#e0a030"}
+
+
 def comparison(pairs: list[dict], this: str, other: str) -> bytes | None:
-    """Scatter of medians, this hardware (x) against the other (y), log-log, y = x dashed."""
+    """Scatter of medians, this hardware (x) against the other (y), log-log, y = x dashed.
+
+    Colored by each pair's ``verdict`` for this hardware (SAME, FASTER, SLOWER,
+    AMBIGUOUS; the counts in the legend), one marker per kernel."""
     pts = [p for p in pairs if _finite_pos(p["a_us"], p["b_us"])]
     if not pts:
         return None
     kernels = sorted({p["kernel"] for p in pts})
-    colors = colors_for(kernels)
+    marks = markers_for(kernels)
     lo = min(min(p["a_us"], p["b_us"]) for p in pts) / 2
     hi = max(max(p["a_us"], p["b_us"]) for p in pts) * 2
     with style():
         fig = Figure(figsize=(7.5, 6.0), dpi=DPI)
-        fig.subplots_adjust(left=0.12, right=0.75, top=0.92, bottom=0.1)
+        fig.subplots_adjust(left=0.12, right=0.7, top=0.92, bottom=0.1)
         ax = fig.subplots()
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.plot([lo, hi], [lo, hi], color="#555555", linestyle="--", linewidth=1.0, label="same time")
-        for k in kernels:
-            sel = sorted((p["a_us"], p["b_us"]) for p in pts if p["kernel"] == k)
-            ax.scatter([s[0] for s in sel], [s[1] for s in sel], color=colors[k], s=22, label=mpl_text(k))
+        (same,) = ax.plot([lo, hi], [lo, hi], color="#555555", linestyle="--", linewidth=1.0, label="same time")
+        handles: list = [same]
+        for verdict, color in VERDICT_COLORS.items():
+            sel = [p for p in pts if p.get("verdict") == verdict]
+            handles.append(Line2D([], [], color=color, marker="o", linestyle="", label=f"{verdict} ({len(sel)})"))
+            for k in kernels:
+                xy = sorted((p["a_us"], p["b_us"]) for p in sel if p["kernel"] == k)
+                if xy:
+                    ax.scatter([s[0] for s in xy], [s[1] for s in xy], color=color, marker=marks[k], s=24)
+        handles += [
+            Line2D([], [], color="#555555", marker=marks[k], linestyle="", label=mpl_text(k)) for k in kernels
+        ]
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         ax.set_xlabel(mpl_text(f"median µs on {this}"))
         ax.set_ylabel(mpl_text(f"median µs on {other}"))
         ax.set_title(mpl_text(f"common cases (above the line: {this} faster)"))
-        fig.legend(loc="upper left", bbox_to_anchor=(0.77, 0.92), fontsize=8, frameon=False)
+        fig.legend(
+            handles,
+            [h.get_label() for h in handles],
+            loc="upper left",
+            bbox_to_anchor=(0.72, 0.92),
+            fontsize=8,
+            frameon=False,
+            title=mpl_text(f"verdict for {this}"),
+            title_fontsize=8,
+        )
         return png_bytes(fig)
