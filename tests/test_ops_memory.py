@@ -292,6 +292,22 @@ def test_dropout_kept_fraction_and_scale():
         assert torch.allclose(got[kept], x[kept] / (1 - p), rtol=1e-6, atol=0)
 
 
+def test_dropout_16bit_threshold_ends_and_uses_every_half_word():
+    """p = 0 keeps all, p = 1 drops all; the 16-bit uniforms of one Philox call differ
+    (both halves of all four numbers are used: no two of the eight lanes share a mask)."""
+    assert dropout_mod.threshold_16bit(0.0) == 0 and dropout_mod.threshold_16bit(1.0) == 65536
+    assert dropout_mod.threshold_16bit(0.5) == 32768
+    fam = FAMS["dropout"]
+    for p, kept in ((0.0, 1.0), (1.0, 0.0)):
+        got, _, _ = call("dropout", fam.impls["triton"].fn, (1000,), "fp32", p=p)
+        assert float((got != 0).double().mean()) == kept
+    got, _, _ = call("dropout", fam.impls["triton"].fn, (8 * 512,), "fp32", p=0.5)
+    lanes = (got != 0).reshape(-1, 8).T  # lane j: element 8g + j of every group g
+    for i in range(8):
+        for j in range(i + 1, 8):
+            assert not torch.equal(lanes[i], lanes[j]), (i, j)
+
+
 def test_dropout_triton_mask_independent_of_config():
     """The mask depends on (seed, element index) only: every BLOCK gives the same output."""
     fam = FAMS["dropout"]
