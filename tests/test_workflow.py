@@ -93,3 +93,14 @@ def test_snakemake_report_collects_the_outputs(tiny_run, tmp_path):
                       f"staging={staging}", f"results={tiny_run[0].parent}", "--report", str(out))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert out.stat().st_size > 10_000
+    import zipfile
+
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+        pages = "".join(zf.read(n).decode("utf-8", "replace") for n in names if n.endswith(".html"))
+    for wanted in ("summary.csv", "KERNEL_LOG.md", "check/gelu.csv", "profile/gelu.csv", "autotune/gelu.csv"):
+        assert any(n.endswith(wanted) for n in names), wanted
+    assert any(n.endswith(".png") for n in names)
+    for category in ("Summary", "Report", "Plots", "Correctness", "Profiles", "Autotuning", "CUDA build"):
+        assert category in pages, category
+    assert "float64 reference" in pages  # a caption (report/captions/correctness.rst)

@@ -3,7 +3,12 @@ rule profile:
         code=kernel_code,
         build=rules.build_cuda.output.json,
     output:
-        csv=stage("profile/{kernel}.csv"),
+        csv=report(
+            stage("profile/{kernel}.csv"),
+            caption="../../report/captions/profile.rst",
+            category="Profiles",
+            labels={"kernel": "{kernel}"},
+        ),
         traces=directory(stage("profile/{kernel}")),
     log:
         stage("logs/profile/{kernel}.log"),

@@ -4,7 +4,12 @@ rule measure:
         build=rules.build_cuda.output.json,
         survey=rules.survey.output.json,
     output:
-        check=stage("check/{kernel}.csv"),
+        check=report(
+            stage("check/{kernel}.csv"),
+            caption="../../report/captions/correctness.rst",
+            category="Correctness",
+            labels={"kernel": "{kernel}"},
+        ),
         bench=stage("bench/{kernel}.csv"),
         samples=stage("bench/{kernel}.samples.json.gz"),
     log:
@@ -22,7 +27,12 @@ rule autotune:
     input:
         code=kernel_code,
     output:
-        csv=stage("autotune/{kernel}.csv"),
+        csv=report(
+            stage("autotune/{kernel}.csv"),
+            caption="../../report/captions/autotune.rst",
+            category="Autotuning",
+            labels={"kernel": "{kernel}"},
+        ),
     log:
         stage("logs/autotune/{kernel}.log"),
     resources:
