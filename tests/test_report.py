@@ -334,6 +334,10 @@ def test_kernel_log_tables_speedups_and_verdicts(gpu):
     gelu = log.split("## gelu cuda ladder")[1].split("\n## ")[0]
     assert gelu.count("**Prediction held: yes**") == 3
     assert "571.0 (-62%)" in gelu and "24 (-6)" in gelu  # ncu deltas from the previous step
+    vec4 = gelu.split("### 2. vec4 (cuda@vec4)")[1].split("### 3.")[0]
+    assert ("- **Nsight Compute:** 571.0 µs over 1 kernel(s), DRAM 89.5% and SM 22.0% of peak, achieved occupancy "
+            "85.0%, 24 registers per thread, 0 B of shared memory per block, L1 hit 0.0%, L2 hit 33.0%; top warp "
+            "stalls (cycles per issued instruction): long_scoreboard 61%") in vec4
     assert "```\nld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4];\n```" in gelu
     sgemm = log.split("## sgemm cuda ladder")[1]
     assert "### 3. smem_tiling (cuda@smem_tiling) — regression" in sgemm

@@ -47,6 +47,7 @@ class StepView:
     prev_step: str = ""
     regression: str = ""  # "" | "regression" | "possible regression"
     ncu: dict | None = None
+    ncu_text: str = ""  # every metric ncu recorded for the step, or why there are none
     held: str = "unknown"  # yes | no | unknown
     held_detail: list[str] = field(default_factory=list)
     outcome: str = ""
@@ -161,6 +162,30 @@ def _status_text(r: dict) -> str:
     return f"failed on this hardware ({r['status']}): {reason}"
 
 
+def _ncu_text(res: Results, kernel: str, key: str, n: dict | None) -> str:
+    """One line with all that Nsight Compute recorded for the step (the table shows only
+    the key columns), or the reason it has nothing."""
+    if n is None:
+        why = [r.get("reason", "") for r in res.ncu.get(kernel, []) if r.get("impl_key") == key]
+        return f"not measured ({why[0]})" if why and why[0] else ""
+
+    def num(k, unit="", digits=1):
+        v = n.get(k, math.nan)
+        return f"{v:,.{digits}f}{unit}" if isinstance(v, (int, float)) and math.isfinite(v) else fmt.NA
+
+    parts = [f"{num('duration_us', ' µs')} over {int(n.get('n_kernels') or 1)} kernel(s)",
+             f"DRAM {num('dram_pct', '%')} and SM {num('sm_pct', '%')} of peak",
+             f"achieved occupancy {num('achieved_occupancy', '%')}",
+             f"{num('registers', '', 0)} registers per thread",
+             f"{num('smem_per_block', ' B', 0)} of shared memory per block",
+             f"L1 hit {num('l1_hit_pct', '%')}, L2 hit {num('l2_hit_pct', '%')}"]
+    text = ", ".join(parts)
+    stalls = n.get("top_stalls")
+    if isinstance(stalls, str) and stalls:
+        text += f"; top warp stalls (cycles per issued instruction): {stalls}"
+    return text + "."
+
+
 def _ncu_row(res: Results, kernel: str, key: str, dtype: str, shape: str) -> dict | None:
     rows = [
         r
@@ -213,6 +238,7 @@ def analyse(res: Results, ld: dict) -> LadderView:
         else:
             v.status_text = _why_not(res, kernel, s["impl_key"], dtype, v.row)
         v.ncu = _ncu_row(res, kernel, s["impl_key"], dtype, shape)
+        v.ncu_text = _ncu_text(res, kernel, s["impl_key"], v.ncu)
         steps.append(v)
 
     skip = ""
