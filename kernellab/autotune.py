@@ -11,7 +11,9 @@ timed by the harness, and the fastest wins.
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 from typing import Iterator
 
 from kernellab import runtime, triton_utils
@@ -20,9 +22,15 @@ from kernellab.registry import Family, Impl
 from kernellab.stats import summarize
 from kernellab.timing import TimingConfig, measure
 
+log = logging.getLogger("kernellab")
 
-def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig, device: str) -> Iterator[dict]:
-    tuned = _tuned_by_triton if not runtime.triton_interpreted() else _timed_one_by_one
+
+def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig, device: str,
+                  compile_workers: int = 1) -> Iterator[dict]:
+    interpreted = runtime.triton_interpreted()
+    tuned = _tuned_by_triton if not interpreted else _timed_one_by_one
+    if not interpreted and compile_workers > 1:
+        precompile(family, impl, cases, device, compile_workers)
     for case in cases:
         params = case.param_dict
         inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
@@ -35,6 +43,25 @@ def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConf
             name = getattr(getattr(kernel, "fn", kernel), "__name__", str(kernel))
             base = {**case.labels(), "triton_kernel": name}
             yield from tuned(kernel, call, case, cfg, device, base)
+
+
+def precompile(family: Family, impl: Impl, cases: list[Case], device: str, workers: int) -> None:
+    """Compile every config of every case before tuning, on ``workers`` threads
+    (``triton_utils.precompile``): the launcher runs once per case with its launches
+    recorded, not run."""
+    t0 = time.perf_counter()
+    calls = []
+    for case in cases:
+        params = case.param_dict
+        inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
+        out = family.out_like(*inputs, **params)
+        with triton_utils.recording() as recorded, runtime.matmul_precision(case.dtype):
+            impl.fn(out, *inputs, **params)
+        calls += recorded
+        del inputs, out
+    n, failed = triton_utils.precompile(calls, workers)
+    log.info("precompiled %s %s: %d configs (%d failed) on %d threads in %.1f s", family.name, impl.key, n, failed,
+             workers, time.perf_counter() - t0)
 
 
 def _tuned_by_triton(kernel, call, case: Case, cfg: TimingConfig, device: str, base: dict) -> Iterator[dict]:

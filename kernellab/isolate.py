@@ -13,7 +13,7 @@ import logging
 import multiprocessing as mp
 import time
 import traceback
-from typing import Callable, Iterator
+from typing import Callable, Hashable, Iterator
 
 _DONE = "__done__"
 log = logging.getLogger("kernellab")
@@ -99,15 +99,15 @@ def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool) ->
     return records, problem
 
 
-def run_batch(works: list[tuple[str, Callable[[], Iterator[dict]]]], timeout_s: float, isolate: bool = True,
-              label: str = "") -> dict[str, tuple[list[dict], str]]:
+def run_batch(works: list[tuple[Hashable, Callable[[], Iterator[dict]]]], timeout_s: float, isolate: bool = True,
+              label: str = "") -> dict[Hashable, tuple[list[dict], str]]:
     """Run several works in one child, one after the other, to pay a process's start-up
     (CUDA context, profiler) once: ``{name: (records, problem)}`` as ``run`` gives.
 
     ``timeout_s`` holds for each work. When the child dies or hangs, the work it was
     running gets the problem and the works not started yet run in a new child, so one
     bad work costs only itself."""
-    results: dict[str, tuple[list[dict], str]] = {}
+    results: dict[Hashable, tuple[list[dict], str]] = {}
     pending = list(works)
     while pending:
         def batch(pending=tuple(pending)):

@@ -107,52 +107,61 @@ def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_cs
     log.info("measure %s: %d check rows (%d not ok), %d bench rows", kernel, len(checks), len(bad), len(rows))
 
 
-def profile(config: dict, kernel: str, build_json: str, out_csv: str, trace_dir: str) -> None:
+def profile(config: dict, kernels: list[str], build_json: str, out_csvs: list[str], trace_dirs: list[str]) -> None:
+    """torch.profiler's top kernels of every implementation of the families, at each
+    family's profile shape, with a Chrome trace each. One worker runs them all (the
+    profiler's start-up, CUPTI, costs seconds per process); a crash costs only the
+    implementation that crashed (``isolate.run_batch``)."""
     from kernellab import isolate, registry
     from kernellab.cases import Case
     from kernellab.profile import profile_case
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
-    fam = registry.family(kernel)
-    plan = _plan(config, kernel)
-    Path(trace_dir).mkdir(parents=True, exist_ok=True)
     works, labels = [], {}
-    for key in plan.impl_keys(fam):
-        impl = fam.impls[key]
-        dtype = next((d for d in plan.dtypes if impl.supports(d)), None)
-        if dtype is None or plan.profile_shape is None:
-            continue
-        params = tuple(sorted(plan.param_grid(fam)[0].items()))
-        case = Case(kernel, key, plan.profile_shape, dtype, params)
-        trace = Path(trace_dir) / f"{key.replace('@', '.')}.trace.json.gz"
+    for kernel, trace_dir in zip(kernels, trace_dirs, strict=True):
+        fam = registry.family(kernel)
+        plan = _plan(config, kernel)
+        Path(trace_dir).mkdir(parents=True, exist_ok=True)
+        for key in plan.impl_keys(fam):
+            impl = fam.impls[key]
+            dtype = next((d for d in plan.dtypes if impl.supports(d)), None)
+            if dtype is None or plan.profile_shape is None:
+                continue
+            params = tuple(sorted(plan.param_grid(fam)[0].items()))
+            case = Case(kernel, key, plan.profile_shape, dtype, params)
+            trace = Path(trace_dir) / f"{key.replace('@', '.')}.trace.json.gz"
 
-        def work(impl=impl, case=case, trace=trace):
-            yield from profile_case(fam, impl, case, device, trace)
+            def work(fam=fam, impl=impl, case=case, trace=trace):
+                yield from profile_case(fam, impl, case, device, trace)
 
-        works.append((key, work))
-        labels[key] = {**case.labels(), "impl": impl.impl, "step": impl.step}
-    # one worker for all implementations: the profiler's start-up (CUPTI) costs seconds
+            works.append(((kernel, key), work))
+            labels[kernel, key] = {**case.labels(), "impl": impl.impl, "step": impl.step}
     results = isolate.run_batch(works, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)),
-                                label=f"profile {kernel}")
-    rows = []
-    for key, _ in works:
-        got, problem = results.get(key, ([], "error: not run"))
-        if problem:
-            status = "unavailable" if "Unavailable" in problem else "error"
-            rows.append({**labels[key], "status": status, "reason": problem.split(": ", 1)[-1]})
-        rows += [{**labels[key], "status": "ok", "reason": "", **r} for r in got]
-    write_csv(out_csv, rows, columns=["kernel", "impl_key", "impl", "step", "shape", "dtype", "params", "status",
-                                      "reason", "rank", "name", "calls", "cpu_time_us", "device_time_us", "pct"])
+                                label=f"profile {len(kernels)} families")
+    for kernel, out_csv in zip(kernels, out_csvs, strict=True):
+        rows = []
+        for name, _ in works:
+            if name[0] != kernel:
+                continue
+            got, problem = results.get(name, ([], "error: not run"))
+            if problem:
+                status = "unavailable" if "Unavailable" in problem else "error"
+                rows.append({**labels[name], "status": status, "reason": problem.split(": ", 1)[-1]})
+            rows += [{**labels[name], "status": "ok", "reason": "", **r} for r in got]
+        write_csv(out_csv, rows, columns=["kernel", "impl_key", "impl", "step", "shape", "dtype", "params", "status",
+                                          "reason", "rank", "name", "calls", "cpu_time_us", "device_time_us",
+                                          "pct"])
 
 
-def ptx(config: dict, kernel: str, out_index: str) -> None:
-    """Cross-compile every Triton and CUDA kernel of the family and pick out the evidence.
+def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
+    """Cross-compile every Triton and CUDA kernel of the families and pick out the evidence.
 
-    Compiling is CPU work (the GPU stays idle: nothing runs), so it is spread over a
-    pool of forked processes, one task per Triton implementation and dtype and one for
-    all CUDA implementations (they share .cu files): ``ptx.workers`` in the config, by
-    default the cores this process may use, at most 8.
+    Compiling is CPU work (the GPU stays idle: nothing runs), so it is spread over one
+    pool of forked processes for all families, one task per Triton implementation and
+    dtype and one per family for its CUDA implementations (they share .cu files):
+    ``ptx.workers`` in the config, by default the cores this process may use, at most 8.
+    A task that fails leaves an entry saying so; the other tasks' entries stand.
     """
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
@@ -162,28 +171,32 @@ def ptx(config: dict, kernel: str, out_index: str) -> None:
 
     # cross-compiling never runs a kernel: make sure Triton compiles rather than interprets
     os.environ["TRITON_INTERPRET"] = "0"
-    fam = registry.family(kernel)
-    plan = _plan(config, kernel)
-    out_dir = Path(out_index).parent
-    out_dir.mkdir(parents=True, exist_ok=True)
     arch = _gpu_arch()
-    keys = plan.impl_keys(fam)
-    tasks = [([k], [d]) for k in keys if fam.impls[k].backend == "triton" for d in plan.dtypes
-             if fam.impls[k].supports(d)]
-    cuda_keys = [k for k in keys if fam.impls[k].backend == "cuda"]
-    if cuda_keys:
-        tasks.append((cuda_keys, list(plan.dtypes)))
+    tasks = []  # (kernel, impl keys, dtypes, out_dir)
+    for kernel, out_index in zip(kernels, out_indexes, strict=True):
+        fam = registry.family(kernel)
+        plan = _plan(config, kernel)
+        out_dir = Path(out_index).parent
+        out_dir.mkdir(parents=True, exist_ok=True)
+        keys = plan.impl_keys(fam)
+        tasks += [(kernel, [k], [d], out_dir) for k in keys if fam.impls[k].backend == "triton"
+                  for d in plan.dtypes if fam.impls[k].supports(d)]
+        cuda_keys = [k for k in keys if fam.impls[k].backend == "cuda"]
+        if cuda_keys:
+            tasks.append((kernel, cuda_keys, list(plan.dtypes), out_dir))
     workers = int((config.get("ptx") or {}).get("workers") or min(8, len(os.sched_getaffinity(0))))
     workers = max(1, min(workers, len(tasks)))
     t0 = time.perf_counter()
-    entries = []
+    entries = {kernel: [] for kernel in kernels}
     if tasks:
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            for part in pool.map(ptxmod.entries_for, [kernel] * len(tasks), *zip(*tasks, strict=True),
-                                 [out_dir] * len(tasks), [arch] * len(tasks)):
-                entries += part
-    log.info("ptx %s: %d tasks on %d workers in %.1f s", kernel, len(tasks), workers, time.perf_counter() - t0)
-    write_json(out_index, entries)
+            for (kernel, *_), part in zip(tasks, pool.map(ptxmod.entries_for, *zip(*tasks, strict=True),
+                                                        [arch] * len(tasks)), strict=True):
+                entries[kernel] += part
+    log.info("ptx: %d tasks of %d families on %d workers in %.1f s", len(tasks), len(kernels), workers,
+             time.perf_counter() - t0)
+    for kernel, out_index in zip(kernels, out_indexes, strict=True):
+        write_json(out_index, entries[kernel])
 
 
 def _gpu_arch() -> int:
@@ -206,6 +219,8 @@ def autotune(config: dict, kernel: str, out_csv: str) -> None:
     cfg = TimingConfig.from_config({**(config.get("timing") or {}), "budget_s": at.get("budget_s", 0.1),
                                     "graph": False, "min_warmup": 1, "warmup_s": 0.0})
     interpreted = runtime.triton_interpreted()
+    # compiling the configs is CPU work, spread over the cores this job may use
+    workers = int(at.get("compile_workers") or len(os.sched_getaffinity(0)))
     rows = []
     for key in plan.impl_keys(fam):
         impl = fam.impls[key]
@@ -216,7 +231,7 @@ def autotune(config: dict, kernel: str, out_csv: str) -> None:
             # the interpreter runs every program in Python: tune the smallest shape per dtype only
             smallest = min(plan.shapes, key=lambda s: (math.prod(s), s))
             cases = [c for c in cases if c.shape == smallest]
-        got, problem = isolate.run(lambda impl=impl, cases=cases: autotune_impl(fam, impl, cases, cfg, device),
+        got, problem = isolate.run(lambda impl=impl, cases=cases: autotune_impl(fam, impl, cases, cfg, device, workers),
                                    float(at.get("timeout_s", 900)), bool(config.get("isolate", True)),
                                    label=f"autotune {kernel} {key}")
         rows += [{**r, "impl": impl.impl, "step": impl.step} for r in got]

@@ -74,18 +74,71 @@ def untuned():
         _UNTUNED = old
 
 
-def first_config(kernel, args, kwargs):
-    """The first of the autotuner's configs that its ``early_config_prune`` keeps for
-    this call (the order of the config list is the order of preference)."""
+def kept_configs(kernel, args, kwargs) -> list:
+    """The autotuner's configs that its ``early_config_prune`` keeps for this call."""
     prune = getattr(kernel, "early_config_prune", None)
     if prune is None:
-        return kernel.configs[0]
-    return prune(kernel.configs, dict(zip(kernel.arg_names, args, strict=False)), **kwargs)[0]
+        return list(kernel.configs)
+    return list(prune(kernel.configs, dict(zip(kernel.arg_names, args, strict=False)), **kwargs))
+
+
+def first_config(kernel, args, kwargs):
+    """The first config kept for this call (the order of the list is the order of preference)."""
+    return kept_configs(kernel, args, kwargs)[0]
+
+
+_RECORDED: list | None = None
+
+
+@contextlib.contextmanager
+def recording():
+    """Within the block, ``launch`` runs no autotuned kernel: it records the call (the
+    kernel's JIT function, the configs kept for the call, the arguments with each tensor
+    replaced by its dtype (Triton's ``warmup`` takes it for an aligned tensor, as fresh
+    allocations are) and the keyword arguments) in the list it yields, for ``precompile``."""
+    global _RECORDED
+    old, _RECORDED = _RECORDED, []
+    try:
+        yield _RECORDED
+    finally:
+        _RECORDED = old
+
+
+def precompile(calls, workers: int) -> tuple[int, int]:
+    """Compile every config the autotuner keeps for each recorded call, on ``workers``
+    threads, through Triton's own asynchronous compilation (``AsyncCompileMode``, as
+    Inductor uses it; ptxas and most of the MLIR passes run without the GIL). The
+    kernels land in the JIT's caches, so tuning then only times them: compiling a dozen
+    configs per shape one after the other was most of the autotune rule's time.
+    Returns (configs compiled, configs that failed to compile: the tuner reports those)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from triton.runtime._async_compile import AsyncCompileMode
+
+    tasks = {}
+    for fn, configs, args, kwargs in calls:
+        for cfg in configs:
+            meta = {k: v for k, v in cfg.all_kwargs().items() if k not in kwargs}
+            tasks[(id(fn), repr(args), repr(sorted(kwargs.items())), repr(sorted(meta.items())))] = (
+                fn, args, {**kwargs, **meta})
+    failed = 0
+    with ThreadPoolExecutor(max(1, workers)) as pool, AsyncCompileMode(pool, ignore_errors=True):
+        for fn, args, kwargs in tasks.values():
+            try:
+                fn.warmup(*args, grid=(1,), **kwargs)
+            except Exception:  # noqa: BLE001 - the tuner meets the same config and reports it
+                failed += 1
+    return len(tasks), failed
 
 
 def launch(kernel, grid, *args, **kwargs) -> None:
     """Launch ``kernel`` on ``grid``. An autotuned kernel runs its first fitting config
-    under the interpreter (it has no timer to tune with) and inside ``untuned()``."""
+    under the interpreter (it has no timer to tune with) and inside ``untuned()``;
+    inside ``recording()`` it does not run."""
+    if _RECORDED is not None and is_autotuned(kernel):
+        _RECORDED.append((kernel.fn, kept_configs(kernel, args, kwargs),
+                          tuple(a.dtype if hasattr(a, "data_ptr") else a for a in args), dict(kwargs)))
+        return
     forced = _FORCED.get(id(kernel))
     if forced is None and is_autotuned(kernel) and (_UNTUNED or triton_interpreted()):
         forced = first_config(kernel, args, kwargs)

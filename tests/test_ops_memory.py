@@ -557,3 +557,42 @@ def test_reduction_tolerance_grows_like_sqrt_n_and_still_catches_a_stuck_accumul
     assert compare(pairwise_ish, ref, "fp32", tol((2**28,), "fp32"))["status"] == "ok"
     assert compare(pairwise_ish, ref, "fp32")["status"] == "failed"
     assert compare(stuck, ref, "fp32", tol((2**28,), "fp32"))["status"] == "failed"
+
+
+# --------------------------------------------------------------------- precompiling autotune configs
+def test_recording_captures_autotuned_launches_without_running():
+    """Inside ``recording()`` an autotuned launch is recorded (its JIT function, the configs
+    kept for the call, tensors as their dtype), and nothing runs."""
+    from kernellab.ops import layer_norm
+    from kernellab.triton_utils import kept_configs, recording
+
+    fam = FAMS["layer_norm"]
+    x, w, b = fam.make_inputs((3, 1000), "fp32", DEVICE, 0)
+    out = torch.full_like(x, math.nan)
+    with recording() as rec:
+        fam.impls["triton"].fn(out, x, w, b)
+    assert bool(torch.isnan(out).all()), "a recorded launch must not run"
+    ((fn, configs, args, kwargs),) = rec
+    assert fn is layer_norm.layer_norm_tuned.fn
+    assert args[:4] == (torch.float32,) * 4 and args[4:6] == (3, 1000)
+    assert kwargs == {"BLOCK_COLS": 1024}
+    assert configs == kept_configs(layer_norm.layer_norm_tuned, (x, w, b, out, 3, 1000), kwargs)
+    assert len(configs) > 1 and not any(c.kwargs["LOOPED"] for c in configs)
+
+
+@pytest.mark.gpu
+def test_precompile_leaves_nothing_for_the_tuner_to_compile():
+    """After ``autotune.precompile`` the tuning call finds every kept config compiled."""
+    from kernellab import autotune
+    from kernellab.cases import Case
+    from kernellab.ops import layer_norm
+
+    fam = FAMS["layer_norm"]
+    fn = layer_norm.layer_norm_tuned.fn
+    case = Case("layer_norm", "triton", (64, 2000), "bf16")
+    autotune.precompile(fam, fam.impls["triton"], [case], DEVICE, workers=4)
+    compiled = sum(len(c[0]) for c in fn.device_caches.values())
+    x, w, b = fam.make_inputs(case.shape, "bf16", DEVICE, 0)
+    got = fam.impls["triton"].fn(torch.empty_like(x), x, w, b)
+    assert sum(len(c[0]) for c in fn.device_caches.values()) == compiled
+    check("layer_norm", got, (x, w, b), "bf16")

@@ -66,6 +66,14 @@ def kernel_code(wildcards):
     ] + CORE_CODE
 
 
+# every family's module and the harness: the inputs of the rules that run all families in one job
+ALL_KERNEL_CODE = (
+    [f"kernellab/ops/{k}.py" for k in KERNELS]
+    + ["kernellab/ops/_common.py"]
+    + CORE_CODE
+)
+
+
 def kernel_config(wildcards):
     """The kernel's config section: a change reruns its jobs (Snakemake's params trigger)."""
     return config["kernels"][wildcards.kernel]

@@ -1,21 +1,25 @@
 rule profile:
     input:
-        code=kernel_code,
+        code=ALL_KERNEL_CODE,
         build=rules.build_cuda.output.json,
     output:
-        csv=report(
-            stage("profile/{kernel}.csv"),
-            caption="../../report/captions/profile.rst",
-            category="Profiles",
-            labels={"kernel": "{kernel}"},
-        ),
-        traces=directory(stage("profile/{kernel}")),
+        csv=[
+            report(
+                stage(f"profile/{k}.csv"),
+                caption="../../report/captions/profile.rst",
+                category="Profiles",
+                labels={"kernel": k},
+            )
+            for k in KERNELS
+        ],
+        traces=[directory(stage(f"profile/{k}")) for k in KERNELS],
     log:
-        stage("logs/profile/{kernel}.log"),
+        stage("logs/profile.log"),
     resources:
         gpu=1,
     params:
-        kernel=kernel_config,
+        kernels=KERNELS,
+        config=config["kernels"],
         timing=config["timing"],
     script:
         "../scripts/profile.py"
@@ -23,14 +27,14 @@ rule profile:
 
 rule ptx:
     input:
-        code=kernel_code,
+        code=ALL_KERNEL_CODE,
     output:
-        index=stage("ptx/{kernel}/index.json"),
+        index=per_kernel("ptx/{kernel}/index.json"),
     log:
-        stage("logs/ptx/{kernel}.log"),
+        stage("logs/ptx.log"),
     params:
-        kernel=kernel_config,
-        timing=config["timing"],
+        kernels=KERNELS,
+        config=config["kernels"],
     script:
         "../scripts/ptx.py"
 

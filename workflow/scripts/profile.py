@@ -3,7 +3,7 @@ from kernellab import pipeline
 with pipeline.logged(snakemake.log[0]):
     pipeline.profile(
         snakemake.config,
-        snakemake.wildcards.kernel,
+        snakemake.params.kernels,
         snakemake.input.build,
         snakemake.output.csv,
         snakemake.output.traces,
