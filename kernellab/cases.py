@@ -73,6 +73,7 @@ class KernelPlan:
     impls: list[str] | None  # None: every registered implementation
     params: dict[str, list] = field(default_factory=dict)
     profile_shape: tuple[int, ...] | None = None
+    impl_dtypes: dict[str, list[str]] = field(default_factory=dict)  # impl kind or key -> its only dtypes
 
     def impl_keys(self, family: Family) -> list[str]:
         return list(family.impls) if self.impls is None else list(self.impls)
@@ -89,8 +90,9 @@ class KernelPlan:
         shapes = list(own) if own is not None else list(self.shapes)
         if for_check:
             shapes += [s for s in self.check_shapes if s not in shapes]
+        dtypes = self.impl_dtypes.get(impl.key, self.impl_dtypes.get(impl.impl, self.dtypes))
         out = []
-        for dtype in self.dtypes:
+        for dtype in dtypes:
             if not impl.supports(dtype):
                 continue
             for shape in shapes:
@@ -120,6 +122,7 @@ def kernel_plan(name: str, kcfg: dict, target: str) -> KernelPlan:
         impls=kcfg.get("impls"),
         params=dict(kcfg.get("params") or {}),
         profile_shape=parse_shape(prof) if prof is not None else (main[len(main) // 2] if main else None),
+        impl_dtypes={k: list(v) for k, v in (kcfg.get("impl_dtypes") or {}).items()},
     )
 
 

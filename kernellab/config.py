@@ -43,6 +43,13 @@ def check(config: dict, families: dict | None = None) -> None:
             if dtype not in fam.dtypes:
                 raise ConfigError(f"{where}.dtypes: {name} does not support dtype {dtype!r}; "
                                   f"supported: {', '.join(fam.dtypes)}")
+        for key, dtypes in (kcfg.get("impl_dtypes") or {}).items():
+            if key not in fam.impls and key not in {i.impl for i in fam.impls.values()}:
+                raise ConfigError(f"{where}.impl_dtypes: {name} has no implementation {key!r}")
+            extra = [d for d in dtypes if d not in kcfg.get("dtypes", [])]
+            if extra:
+                raise ConfigError(f"{where}.impl_dtypes.{key}: {', '.join(map(repr, extra))} not among the "
+                                  f"kernel's dtypes ({', '.join(kcfg.get('dtypes', []))})")
         for key in kcfg.get("impls") or []:
             if key not in fam.impls:
                 raise ConfigError(f"{where}.impls: unknown implementation {key!r} of {name}; "

@@ -222,10 +222,16 @@ def bench_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig,
 
 # ------------------------------------------------------------------ per family
 def measure_impl(family: Family, impl: Impl, check_cases: list[Case], bench_cases: list[Case], seeds: list[int],
-                 cfg: TimingConfig | None, device: str) -> Iterator[tuple[str, dict]]:
-    """The checks, then the benchmark, of one implementation in one process, so that
-    what it compiles (torch.compile graphs, Triton kernels and their autotuning) is
-    compiled once: ``("check", row)`` and ``("bench", row)`` records."""
+                 cfg: TimingConfig | None, device: str, tune: tuple | None = None) -> Iterator[tuple[str, dict]]:
+    """Autotuning (``tune``: cases, timing config and compile threads of
+    ``autotune.autotune_impl``), the checks, then the benchmark of one implementation in
+    one process, so that what it compiles (torch.compile graphs, Triton kernels and their
+    autotuning) is compiled once: ``("autotune" | "check" | "bench", row)`` records."""
+    if tune is not None:
+        from kernellab.autotune import autotune_impl
+
+        for row in autotune_impl(family, impl, *tune[:2], device, tune[2]):
+            yield "autotune", {**row, "impl": impl.impl, "step": impl.step}
     tuned = frozenset(c.shape for c in bench_cases)
     for row in check_impl(family, impl, check_cases, seeds, device, tuned):
         yield "check", row
@@ -249,25 +255,41 @@ def _fill_missing(records: list[dict], problem: str, family: Family, impl: Impl,
 
 
 def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: float, isolate_workers: bool = True,
-                   seeds: list[int] | None = None, cfg: TimingConfig | None = None
-                   ) -> tuple[list[dict], list[dict]]:
-    """(check rows, bench rows) of every implementation of the plan, each implementation
-    in its own worker (``measure_impl``). No ``seeds``: no checks; no ``cfg``: no
-    benchmark. ``timeout_s`` holds for each implementation's worker."""
-    checks, benches = [], []
+                   seeds: list[int] | None = None, cfg: TimingConfig | None = None,
+                   tune_cfg: TimingConfig | None = None, compile_workers: int = 1
+                   ) -> tuple[list[dict], list[dict], list[dict]]:
+    """(check rows, bench rows, autotune rows) of every implementation of the plan, each
+    implementation in its own worker (``measure_impl``). No ``seeds``: no checks; no
+    ``cfg``: no benchmark; no ``tune_cfg``: no autotuning (else every autotuned Triton
+    implementation is tuned on its benchmark shapes first; under the interpreter, which
+    runs every program in Python, on the smallest shape per dtype). ``timeout_s`` holds
+    for each implementation's worker."""
+    checks, benches, tunes = [], [], []
     for key in plan.impl_keys(family):
         impl = family.impls[key]
         check_cases = plan.cases(family, impl, for_check=True) if seeds else []
         bench_cases = plan.cases(family, impl)
-        work = functools.partial(measure_impl, family, impl, check_cases, bench_cases, seeds or [], cfg, device)
+        tune = None
+        if tune_cfg is not None and impl.backend == "triton" and impl.triton_kernels:
+            tune_cases = bench_cases
+            if runtime.triton_interpreted():
+                smallest = min(plan.shapes, key=lambda s: (math.prod(s), s))
+                tune_cases = [c for c in bench_cases if c.shape == smallest]
+            tune = (tune_cases, tune_cfg, compile_workers)
+        work = functools.partial(measure_impl, family, impl, check_cases, bench_cases, seeds or [], cfg, device,
+                                 tune)
         records, problem = isolate.run(work, timeout_s, isolate=isolate_workers, label=f"{family.name} {impl.key}")
-        got = {"check": [], "bench": []}
+        got = {"autotune": [], "check": [], "bench": []}
         for kind, row in records:
             got[kind].append(row)
+        tunes += got["autotune"]
+        if problem and tune is not None and not got["check"]:  # it stopped while tuning
+            tunes.append({"kernel": family.name, "impl_key": key, "impl": impl.impl, "step": impl.step,
+                          "status": "error", "reason": problem})
         checks += _fill_missing(got["check"], problem, family, impl, check_cases, {"seed": seeds[0] if seeds else 0})
         if cfg is not None:
             benches += _fill_missing(got["bench"], problem, family, impl, bench_cases, {"mode": cfg.mode})
-    return checks, benches
+    return checks, benches, tunes
 
 
 __all__ = ["CHECK_COLUMNS", "compare", "measure_family", "shape_str"]

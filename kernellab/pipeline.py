@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import shutil
 import sys
@@ -81,9 +80,10 @@ def build_cuda(out_json: str, resources_csv: str) -> dict:
     return info
 
 
-def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_csv: str, samples_json: str) -> None:
-    """Correctness checks and benchmarks of one family: each implementation's checks and
-    benchmark share one worker, so each compile and autotuning happens once."""
+def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_csv: str, samples_json: str,
+            autotune_csv: str) -> None:
+    """Autotuning, correctness checks and benchmarks of one family: each implementation
+    is tuned (Triton), checked and benchmarked in one worker, so each compile happens once."""
     from kernellab import registry
     from kernellab.harness import CHECK_COLUMNS, measure_family
     from kernellab.timing import TimingConfig
@@ -92,9 +92,18 @@ def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_cs
     cuda_ext.configure(build_json)
     fam = registry.family(kernel)
     cfg = TimingConfig.from_config(config.get("timing"))
-    timeout_s = float(config["check"]["timeout_s"]) + float(config["bench"]["timeout_s"])
-    checks, rows = measure_family(fam, _plan(config, kernel), device, timeout_s, bool(config.get("isolate", True)),
-                                  seeds=list(config["check"]["seeds"]), cfg=cfg)
+    at = config.get("autotune") or {}
+    # the harness's timer tunes under the interpreter only (on a GPU Triton times the configs)
+    tune_cfg = TimingConfig.from_config({**(config.get("timing") or {}), "budget_s": at.get("budget_s", 0.1),
+                                         "graph": False, "min_warmup": 1, "warmup_s": 0.0})
+    # compiling the configs before tuning is CPU work, spread over the cores this job may use
+    workers = int(at.get("compile_workers") or len(os.sched_getaffinity(0)))
+    timeout_s = sum(float(config[k]["timeout_s"]) for k in ("autotune", "check", "bench"))
+    checks, rows, tunes = measure_family(fam, _plan(config, kernel), device, timeout_s,
+                                         bool(config.get("isolate", True)), seeds=list(config["check"]["seeds"]),
+                                         cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers)
+    write_csv(autotune_csv, tunes, columns=["kernel", "impl_key", "impl", "step", "triton_kernel", "shape", "dtype",
+                                            "params", "config", "median_us", "status", "reason", "is_best"])
     write_csv(check_csv, checks, columns=CHECK_COLUMNS)
     samples = {}
     for r in rows:
@@ -104,7 +113,8 @@ def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_cs
     write_json(samples_json, {"kernel": kernel, "unit": "us", "samples": samples}, gz=True)
     write_csv(bench_csv, rows)
     bad = [r for r in checks if r["status"] != "ok"]
-    log.info("measure %s: %d check rows (%d not ok), %d bench rows", kernel, len(checks), len(bad), len(rows))
+    log.info("measure %s: %d autotune rows, %d check rows (%d not ok), %d bench rows", kernel, len(tunes),
+             len(checks), len(bad), len(rows))
 
 
 def profile(config: dict, kernels: list[str], build_json: str, out_csvs: list[str], trace_dirs: list[str]) -> None:
@@ -205,40 +215,6 @@ def _gpu_arch() -> int:
     from kernellab.nvml import Monitor
 
     return Monitor().compute_capability() or 90
-
-
-def autotune(config: dict, kernel: str, out_csv: str) -> None:
-    from kernellab import isolate, registry
-    from kernellab.autotune import autotune_impl
-    from kernellab.timing import TimingConfig
-
-    device = runtime.setup()
-    fam = registry.family(kernel)
-    plan = _plan(config, kernel)
-    at = config.get("autotune") or {}
-    cfg = TimingConfig.from_config({**(config.get("timing") or {}), "budget_s": at.get("budget_s", 0.1),
-                                    "graph": False, "min_warmup": 1, "warmup_s": 0.0})
-    interpreted = runtime.triton_interpreted()
-    # compiling the configs is CPU work, spread over the cores this job may use
-    workers = int(at.get("compile_workers") or len(os.sched_getaffinity(0)))
-    rows = []
-    for key in plan.impl_keys(fam):
-        impl = fam.impls[key]
-        if impl.backend != "triton" or not impl.triton_kernels:
-            continue
-        cases = plan.cases(fam, impl)
-        if interpreted:
-            # the interpreter runs every program in Python: tune the smallest shape per dtype only
-            smallest = min(plan.shapes, key=lambda s: (math.prod(s), s))
-            cases = [c for c in cases if c.shape == smallest]
-        got, problem = isolate.run(lambda impl=impl, cases=cases: autotune_impl(fam, impl, cases, cfg, device, workers),
-                                   float(at.get("timeout_s", 900)), bool(config.get("isolate", True)),
-                                   label=f"autotune {kernel} {key}")
-        rows += [{**r, "impl": impl.impl, "step": impl.step} for r in got]
-        if problem:
-            rows.append({"kernel": kernel, "impl_key": key, "status": "error", "reason": problem})
-    write_csv(out_csv, rows, columns=["kernel", "impl_key", "impl", "step", "triton_kernel", "shape", "dtype",
-                                      "params", "config", "median_us", "status", "reason", "is_best"])
 
 
 def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:

@@ -42,7 +42,7 @@ class Impl:
     expect_speedup: tuple[float, float] | None = None
     expect_pct_of_peak: tuple[float, float] | None = None
     dtypes: tuple[str, ...] | None = None  # None: every dtype of the family
-    triton_kernels: tuple[Any, ...] = ()  # autotuned Triton kernels it launches (autotune rule)
+    triton_kernels: tuple[Any, ...] = ()  # autotuned Triton kernels it launches (tuned by the measure rule)
     compile_specs: Callable[[str], list] | None = None  # dtype -> [CompileSpec] (ptx rule)
     cuda_kernels: tuple[str, ...] = ()  # CUDA kernel (symbol) names it launches
 

@@ -50,8 +50,8 @@ _UNTUNED = False
 
 @contextlib.contextmanager
 def force_config(kernel, config):
-    """Within the block, ``launch`` runs ``kernel`` with ``config`` (the autotune rule
-    times every config through the implementation's own launcher this way)."""
+    """Within the block, ``launch`` runs ``kernel`` with ``config`` (under the interpreter,
+    autotuning times every config through the implementation's own launcher this way)."""
     _FORCED[id(kernel)] = config
     try:
         yield
@@ -109,7 +109,7 @@ def precompile(calls, workers: int) -> tuple[int, int]:
     threads, through Triton's own asynchronous compilation (``AsyncCompileMode``, as
     Inductor uses it; ptxas and most of the MLIR passes run without the GIL). The
     kernels land in the JIT's caches, so tuning then only times them: compiling a dozen
-    configs per shape one after the other was most of the autotune rule's time.
+    configs per shape one after the other was most of the autotuning time.
     Returns (configs compiled, configs that failed to compile: the tuner reports those)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -149,7 +149,7 @@ def launch(kernel, grid, *args, **kwargs) -> None:
 
 
 def launch_config(kernel, config, grid, *args, **kwargs) -> None:
-    """Launch the kernel behind an autotuner with one given config (autotune rule);
+    """Launch the kernel behind an autotuner with one given config (the autotune table);
     meta-parameters the call passes itself win over the config's."""
     fn = kernel.fn if is_autotuned(kernel) else kernel
     extra = {k: v for k, v in config.kwargs.items() if k not in kwargs}

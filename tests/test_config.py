@@ -64,7 +64,19 @@ BAD = [
     ("negative-threshold", _with("compare.threshold", -1), "-1"),
     ("shape-wrong-type", _with("kernels.gelu.shapes", [[1024]]), "1024"),
     ("missing-dtypes", _with("kernels.gelu.dtypes", None), "dtypes"),
+    ("impl-dtype-not-run", _with("kernels.gelu.impl_dtypes", {"triton": ["fp16"]}), "fp16"),
+    ("impl-dtypes-unknown-impl", _with("kernels.gelu.impl_dtypes", {"nope": ["fp32"]}), "nope"),
 ]
+
+
+def test_impl_dtypes_limit_an_implementation():
+    from kernellab.cases import kernel_plan
+
+    fam = registry.family("matmul")
+    plan = kernel_plan("matmul", {"dtypes": ["fp16", "bf16", "fp32"], "shapes": ["64x64x64"],
+                                  "impl_dtypes": {"compiled_max_autotune": ["bf16"]}}, "gpu")
+    assert {c.dtype for c in plan.cases(fam, fam.impls["compiled_max_autotune"])} == {"bf16"}
+    assert {c.dtype for c in plan.cases(fam, fam.impls["compiled"])} == {"fp16", "bf16", "fp32"}
 
 
 @pytest.mark.parametrize("cfg,needle", [(c, n) for _, c, n in BAD], ids=[i for i, _, _ in BAD])

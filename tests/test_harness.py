@@ -110,10 +110,31 @@ def test_measure_runs_checks_then_bench_in_one_worker(family):
     """One worker per implementation: the bench sees the process the checks warmed. (It forks
     before any test below runs torch's thread pool in this process: a fork after that can hang.)"""
     cfg = TimingConfig(budget_s=0.02, min_samples=3, warmup_s=0.0, min_warmup=1)
-    checks, benches = measure_family(family, _plan(["torch_fused", "triton@crashes"]), "cpu", 30, seeds=[0], cfg=cfg)
+    checks, benches, _ = measure_family(family, _plan(["torch_fused", "triton@crashes"]), "cpu", 30, seeds=[0], cfg=cfg)
     assert {(r["impl_key"], r["status"]) for r in checks} == {("torch_fused", "ok"), ("triton@crashes", "error")}
     assert {(r["impl_key"], r["status"]) for r in benches} == {("torch_fused", "ok"), ("triton@crashes", "error")}
     assert all("died" in r["reason"] for r in checks + benches if r["impl_key"] == "triton@crashes")
+
+def test_measure_tunes_triton_in_the_same_worker_and_reports_a_crash_while_tuning(family):
+    """Autotuned Triton implementations are tuned first (the interpreter times each config
+    on the smallest shape), then checked; a worker that dies while tuning leaves an error
+    row in the autotune table and in the checks."""
+    from kernellab.ops import vector_add
+
+    crash = family.add(Impl("vector_add", "triton", "triton", _crashes, step="crash_tuning", ladder="broken",
+                            triton_kernels=(vector_add.add_kernel,))).key
+    try:
+        tune_cfg = TimingConfig(budget_s=0.01, min_samples=2, warmup_s=0.0, min_warmup=1)
+        checks, _, tunes = measure_family(family, _plan(["triton", "torch_fused", crash]), "cpu", 60, seeds=[0],
+                                          tune_cfg=tune_cfg)
+    finally:
+        family.remove(crash)
+    ok = [r for r in tunes if r["impl_key"] == "triton"]
+    assert ok and {r["shape"] for r in ok} == {"1000"} and sum(r["is_best"] for r in ok) == 1
+    assert {r["status"] for r in checks if r["impl_key"] != crash} == {"ok"}
+    died = [r for r in tunes if r["impl_key"] == crash]
+    assert len(died) == 1 and died[0]["status"] == "error" and "died" in died[0]["reason"]
+    assert {r["status"] for r in checks if r["impl_key"] == crash} == {"error"}
 
 def test_case_too_large_for_memory_is_skipped_as_oom():
     fam = registry.family("vector_add")
@@ -208,4 +229,5 @@ def test_first_config_is_the_first_the_prune_keeps():
     half = first_config(matmul.matmul_kernel, (a.half(), a.half(), a.half()) + args[3:],
                         {"INPUT_PRECISION": "ieee", "TMA_OK": True})
     assert half is matmul.matmul_kernel.configs[0] and half is not fp32
+
 

@@ -81,10 +81,10 @@ def matmul_fused(out, a, b):
 # A config asks for the TMA body (``TMA=True``); the launcher says whether this call
 # can have it (``TMA_OK``). A TMA config on a call that cannot (odd row strides, fp32)
 # runs the pointer body with the same tile, one program per tile, so every config works
-# on every call (the autotune rule forces each one through the launcher).
+# on every call (the interpreter's autotuning forces each one through the launcher).
 #
 # Autotune configs, one list per kind of arithmetic. A single autotuned kernel holds
-# them all (so the autotune rule sees one kernel); ``prune_configs`` keeps the list that
+# them all (so the autotune table sees one kernel); ``prune_configs`` keeps the list that
 # fits the call at hand.
 #   (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps[, variant])
 # Variants (default "ptr", the pointer body) set these meta-parameters:

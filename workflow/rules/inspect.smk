@@ -2,6 +2,8 @@ rule profile:
     input:
         code=ALL_KERNEL_CODE,
         build=rules.build_cuda.output.json,
+        # after the measure jobs: Triton kernels run the configs they tuned
+        tuned=per_kernel("autotune/{kernel}.csv"),
     output:
         csv=[
             report(
@@ -43,6 +45,7 @@ rule ncu:
     input:
         code=kernel_code,
         build=rules.build_cuda.output.json,
+        tuned=rules.measure.output.autotune,
     output:
         csv=stage("ncu/{kernel}.csv"),
     log:

@@ -12,6 +12,12 @@ rule measure:
         ),
         bench=stage("bench/{kernel}.csv"),
         samples=stage("bench/{kernel}.samples.json.gz"),
+        autotune=report(
+            stage("autotune/{kernel}.csv"),
+            caption="../../report/captions/autotune.rst",
+            category="Autotuning",
+            labels={"kernel": "{kernel}"},
+        ),
     log:
         stage("logs/measure/{kernel}.log"),
     resources:
@@ -21,24 +27,3 @@ rule measure:
         timing=config["timing"],
     script:
         "../scripts/measure.py"
-
-
-rule autotune:
-    input:
-        code=kernel_code,
-    output:
-        csv=report(
-            stage("autotune/{kernel}.csv"),
-            caption="../../report/captions/autotune.rst",
-            category="Autotuning",
-            labels={"kernel": "{kernel}"},
-        ),
-    log:
-        stage("logs/autotune/{kernel}.log"),
-    resources:
-        gpu=1,
-    params:
-        kernel=kernel_config,
-        timing=config["timing"],
-    script:
-        "../scripts/autotune.py"

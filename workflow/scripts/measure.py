@@ -8,4 +8,5 @@ with pipeline.logged(snakemake.log[0]):
         snakemake.output.check,
         snakemake.output.bench,
         snakemake.output.samples,
+        snakemake.output.autotune,
     )
