@@ -2,14 +2,18 @@
 
 On a GPU each sample is bracketed by CUDA events; in ``cold`` mode a buffer larger than
 the L2 is written before every sample (outside the events), so each sample starts with
-the data in device memory, as in nvbench and ``triton.testing.do_bench``. Samples are
+the data in device memory, as in nvbench and ``triton.testing.do_bench``. As in nvbench,
+a spin kernel holds the stream while the host enqueues each batch (``_hold``), so the
+events time the GPU's work, not the host's launch overhead (the graph replay below
+still tells how much launching the call costs). Samples are
 taken in batches; NVML is read between batches and a batch during which the GPU
 reported thermal or power throttling is discarded and counted. Sampling stops when the
 relative standard deviation of the clean samples reaches the target, or when the
 case's budget is spent (``converged`` says which).
 
 For short kernels the call is also captured into a CUDA graph and its replays timed:
-the difference between eager and replayed medians is the launch overhead.
+the difference between eager and replayed medians is what launching the call's kernels
+one by one costs on the GPU (gaps between the kernels of a multi-kernel call).
 
 On the CPU the same loop runs with ``time.perf_counter_ns`` and a flush buffer sized
 from the last-level cache.
@@ -152,6 +156,22 @@ def _measure_cpu(fn, cfg: TimingConfig, flush) -> Timing:
             return Timing(samples, converged, cfg.mode)
 
 
+# ``torch.cuda._sleep`` spins for a number of SM clock cycles; at most this many per second
+# (the H200's boost clock is 1.98 GHz): a slower clock only holds the stream longer.
+SLEEP_CYCLES_PER_S = 2.0e9
+FIRST_HOLD_S = 1e-3  # the first batch's hold, before its enqueue time is known
+
+
+def _hold(seconds: float) -> None:
+    """nvbench's blocking kernel: a spin kernel holds the stream while the host enqueues a
+    batch, so the GPU then runs flush, start event, call, end event back to back and the
+    events time the GPU's work only, never a gap while the host is still launching (a
+    Triton launcher's Python takes tens of microseconds, longer than a small kernel)."""
+    import torch
+
+    torch.cuda._sleep(int(seconds * SLEEP_CYCLES_PER_S))
+
+
 def _measure_cuda(fn, cfg: TimingConfig, flush) -> Timing:
     import torch
 
@@ -161,17 +181,22 @@ def _measure_cuda(fn, cfg: TimingConfig, flush) -> Timing:
     throttled = 0
     clocks: dict = {}
     mon = nvml.Monitor()
+    hold_s = FIRST_HOLD_S
     t0 = time.perf_counter()
     while True:
         before = mon.reading()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(cfg.batch)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(cfg.batch)]
+        _hold(hold_s)
+        t_enqueue = time.perf_counter()
         for s, e in zip(starts, ends, strict=True):
             if flush is not None:
                 flush()
             s.record()
             fn()
             e.record()
+        # the next batch's hold: half again this batch's enqueue time
+        hold_s = 1.5 * (time.perf_counter() - t_enqueue)
         torch.cuda.synchronize()
         after = mon.reading()
         batch = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True)]

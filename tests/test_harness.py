@@ -231,3 +231,21 @@ def test_first_config_is_the_first_the_prune_keeps():
     assert half is matmul.matmul_kernel.configs[0] and half is not fp32
 
 
+
+
+@pytest.mark.gpu
+def test_gpu_timing_excludes_the_hosts_launch_overhead():
+    """A call that spends 200 us on the host before a microsecond kernel is timed at the
+    kernel's time: the stream is held while the host enqueues each batch."""
+    x = torch.randn(1 << 12, device="cuda")
+
+    def slow_host():
+        t = time.perf_counter()
+        while time.perf_counter() - t < 200e-6:
+            pass
+        x.mul_(1.0)
+
+    cfg = TimingConfig(budget_s=0.05, graph=False)
+    fast = measure(lambda: x.mul_(1.0), cfg, "cuda").record()["median_us"]
+    slow = measure(slow_host, cfg, "cuda").record()["median_us"]
+    assert slow < 50 and slow < 2 * fast + 5, (fast, slow)

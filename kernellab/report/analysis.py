@@ -283,7 +283,10 @@ def method(res: Results) -> list[str]:
         tol = ", ".join(f"{k} {v:g}" for k, v in TOLERANCE.items())
     except ImportError:  # pragma: no cover - the package is always there
         tol = "per dtype"
-    timer = "time.perf_counter_ns around each call" if res.is_cpu else "CUDA events around each call"
+    timer = ("time.perf_counter_ns around each call" if res.is_cpu else
+             "CUDA events around each call, with a spin kernel holding the stream while the host enqueues "
+             "each batch of samples (nvbench's blocking kernel), so the events time the GPU's work and not "
+             "the host's launch overhead")
     graph = cfg.get("graph")
     graph_txt = "on" if graph is True else "off" if graph is False else "(not recorded)"
     return [
@@ -297,8 +300,9 @@ def method(res: Results) -> list[str]:
         "is written before every sample, outside the timed region, so inputs come from memory; warm "
         "mode does not flush.",
         f"CUDA-graph replay (GPU only): {graph_txt}; kernels shorter than {c('graph_max_us', ' µs')} "
-        "are also captured into a CUDA graph and replayed; graph_us is the replay median, without "
-        "launch overhead. Throttling: batches during which NVML reported thermal or power throttling "
+        "are also captured into a CUDA graph and replayed; graph_us is the replay median, without the "
+        "GPU-side cost of launching the call's kernels one by one. Throttling: batches during which "
+        "NVML reported thermal or power throttling "
         "are discarded and counted (throttled samples).",
         "Correctness: every implementation is compared with a float64 reference on several seeds; "
         "the relative norm error ||out − ref|| / ||ref|| must stay within the dtype's tolerance "
