@@ -99,9 +99,9 @@ def _empty_cache(device: str) -> None:
 
 
 # ------------------------------------------------------------------ check
-def compare(out, ref, dtype: str, tol: float | None = None) -> dict:
-    """Relative-norm and max-abs error of ``out`` against the float64 ``ref``; ``tol``
-    defaults to the dtype's tolerance."""
+def compare(out, ref, dtype: str, tol: float | None = None, floor: float = 0.0) -> dict:
+    """Relative-norm and max-abs error of ``out`` against the float64 ``ref``: the error's
+    norm over max(the reference's norm, ``floor``); ``tol`` defaults to the dtype's."""
     import torch
 
     tol = runtime.TOLERANCE[dtype] if tol is None else tol
@@ -118,7 +118,7 @@ def compare(out, ref, dtype: str, tol: float | None = None) -> dict:
                 "reason": f"{n_bad} non-finite output elements (first at flat index {first}): unwritten or overflow",
                 "rel_err": math.inf, "max_abs": math.inf, "tol": tol}
     diff = out64 - ref64
-    norm = float(torch.linalg.vector_norm(ref64))
+    norm = max(float(torch.linalg.vector_norm(ref64)), floor)
     rel = float(torch.linalg.vector_norm(diff)) / (norm if norm > 0 else 1.0)
     max_abs = float(diff.abs().max()) if diff.numel() else 0.0
     ok = rel <= tol
@@ -144,9 +144,11 @@ def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: st
                 "rel_err": verdict.get("rel_err", math.nan), "max_abs": verdict.get("max_abs", math.nan),
                 "tol": verdict.get("tol", runtime.TOLERANCE[case.dtype])}
     with torch.no_grad():
-        ref = family.reference(*[_float64(x) for x in inputs], **params)
+        inputs64 = [_float64(x) for x in inputs]
+        ref = family.reference(*inputs64, **params)
+        floor = float(family.error_floor(*inputs64, **params)) if family.error_floor is not None else 0.0
     tol = family.tolerance(case.shape, case.dtype) if family.tolerance is not None else None
-    return compare(result, ref, case.dtype, tol)
+    return compare(result, ref, case.dtype, tol, floor)
 
 
 def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], device: str,

@@ -74,6 +74,9 @@ class Family:
     out_like: Callable[..., Any] | None = None  # (*inputs, **params) -> empty output
     validate: Callable[..., Any] | None = None  # custom check (dropout): see correctness
     tolerance: Callable[..., float] | None = None  # (shape, dtype) -> tolerance; None: by dtype
+    # (*inputs64, **params) -> the least norm the error is relative to (None: the reference's
+    # norm alone): for ops whose output cancels to near zero where the inputs are not (GeLU)
+    error_floor: Callable[..., float] | None = None
     params: dict[str, list] = field(default_factory=dict)  # name -> default values
     param_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> [lo, hi)
     shape_rank: tuple[int, ...] = (1,)  # accepted numbers of dimensions

@@ -151,6 +151,23 @@ def test_compare_reports_shape_mismatch_and_tolerance():
     assert compare(torch.ones(10, dtype=torch.bfloat16), ref, "bf16")["status"] == "ok"
 
 
+def test_gelu_error_is_relative_to_the_input_where_the_output_cancels():
+    """gelu(-2.6) = -0.0117: the bf16 chain's error (about a bf16 step of x) passes against a
+    quarter of |x|; a wrong sign, or a result off by far more than that step, still fails."""
+    from kernellab.ops import gelu
+
+    x = torch.tensor([-2.6], dtype=torch.bfloat16)
+    x64 = x.double()
+    ref, floor = gelu.reference(x64), gelu.error_floor(x64)
+    naive = gelu.gelu_naive(x)
+    assert compare(naive, ref, "bf16")["status"] == "failed"  # relative to |gelu(x)| alone
+    assert compare(naive, ref, "bf16", floor=floor)["status"] == "ok"
+    assert compare(-naive, ref, "bf16", floor=floor)["status"] == "failed"
+    assert compare(naive + 0.1, ref, "bf16", floor=floor)["status"] == "failed"
+    big = torch.randn(10_000, dtype=torch.float64)  # random data: the floor is below ||gelu(x)||
+    assert gelu.error_floor(big) < 0.5 * float(torch.linalg.vector_norm(gelu.reference(big)))
+
+
 @pytest.mark.parametrize("mode", ["cold", "warm"])
 def test_cpu_timing_records_mode_and_stops(mode):
     x = torch.randn(1 << 14)
