@@ -170,7 +170,7 @@ def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
     Compiling is CPU work (the GPU stays idle: nothing runs), so it is spread over one
     pool of forked processes for all families, one task per Triton implementation and
     dtype and one per family for its CUDA implementations (they share .cu files):
-    ``ptx.workers`` in the config, by default the cores this process may use, at most 8.
+    ``ptx.workers`` in the config, by default the cores this process may use, at most 16.
     A task that fails leaves an entry saying so; the other tasks' entries stand.
     """
     from concurrent.futures import ProcessPoolExecutor
@@ -194,7 +194,7 @@ def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
         cuda_keys = [k for k in keys if fam.impls[k].backend == "cuda"]
         if cuda_keys:
             tasks.append((kernel, cuda_keys, list(plan.dtypes), out_dir))
-    workers = int((config.get("ptx") or {}).get("workers") or min(8, len(os.sched_getaffinity(0))))
+    workers = int((config.get("ptx") or {}).get("workers") or min(16, len(os.sched_getaffinity(0))))
     workers = max(1, min(workers, len(tasks)))
     t0 = time.perf_counter()
     entries = {kernel: [] for kernel in kernels}

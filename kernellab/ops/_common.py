@@ -43,7 +43,14 @@ def returns_new(fn: Callable) -> Callable:
 
 
 def compiled(fn: Callable, **compile_kwargs) -> Callable:
-    """``torch.compile`` of ``fn``, built on first call so that importing stays cheap."""
+    """``torch.compile(fn, dynamic=False)``, built on first call so that importing stays cheap.
+
+    Static shapes: each shape is compiled for itself, as in a model whose shapes are fixed.
+    With the default (automatic dynamic shapes) the worker's second shape would make Dynamo
+    recompile one shape-generic graph for all the rest, and Inductor's generic kernels for
+    it loop where a static one holds the row on chip: at 4096 x 32768 its layer norm took
+    2.5x (fp32) and 3.9x (bf16) the static kernel's time on the H200, a number about dynamic
+    shapes rather than about what torch.compile makes of a fixed model."""
     holder: dict = {}
 
     def run(out, *inputs, **params):
@@ -54,7 +61,7 @@ def compiled(fn: Callable, **compile_kwargs) -> Callable:
             # and never fall back to eager silently (that would time PyTorch, not Inductor)
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
             torch._dynamo.config.fail_on_recompile_limit_hit = True
-            holder["fn"] = torch.compile(fn, **compile_kwargs)
+            holder["fn"] = torch.compile(fn, **{"dynamic": False, **compile_kwargs})
         return holder["fn"](*inputs, **params)
 
     return run

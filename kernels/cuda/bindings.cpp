@@ -8,6 +8,7 @@
 #include <string>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>  // at::cuda::getCurrentCUDAStream is this c10 function
 #include <torch/library.h>
@@ -20,6 +21,18 @@ struct Arg {
   const char* name;
   const at::Tensor& tensor;
 };
+
+// Numbers in error messages are formatted with std::to_string, never streamed: on the H200
+// (torch 2.11, CUDA 13.0) an error message that streamed an IntArrayRef or a double through
+// c10::str crashed the process (SIGSEGV) instead of raising. "[2, 3]" for sizes and strides.
+std::string dims(c10::IntArrayRef values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(values[i]);
+  }
+  return out + "]";
+}
 
 std::string dtype_list(std::initializer_list<at::ScalarType> dtypes) {
   std::string out;
@@ -42,8 +55,8 @@ void check_args(const char* op, std::initializer_list<Arg> args, std::initialize
     TORCH_CHECK(t.is_cuda(), "kernellab.", op, ": ", a.name, " must be a CUDA tensor, got one on ", t.device());
     TORCH_CHECK(t.device() == first.tensor.device(), "kernellab.", op, ": ", a.name, " is on ", t.device(),
                 " but ", first.name, " is on ", first.tensor.device());
-    TORCH_CHECK(t.is_contiguous(), "kernellab.", op, ": ", a.name, " must be contiguous (shape ", t.sizes(),
-                ", strides ", t.strides(), ")");
+    TORCH_CHECK(t.is_contiguous(), "kernellab.", op, ": ", a.name, " must be contiguous (shape ", dims(t.sizes()),
+                ", strides ", dims(t.strides()), ")");
     if (same_dtype || &a == &first) {
       bool supported = false;
       for (at::ScalarType d : dtypes) supported = supported || t.scalar_type() == d;
@@ -55,8 +68,8 @@ void check_args(const char* op, std::initializer_list<Arg> args, std::initialize
                   t.scalar_type(), " but ", first.name, " has ", first.tensor.scalar_type());
     }
     if (same_shape) {
-      TORCH_CHECK(t.sizes() == first.tensor.sizes(), "kernellab.", op, ": ", a.name, " has shape ", t.sizes(),
-                  " but ", first.name, " has ", first.tensor.sizes());
+      TORCH_CHECK(t.sizes() == first.tensor.sizes(), "kernellab.", op, ": ", a.name, " has shape ", dims(t.sizes()),
+                  " but ", first.name, " has ", dims(first.tensor.sizes()));
     }
   }
 }
@@ -111,7 +124,8 @@ void check_status(const char* op, c10::string_view variant, int status) {
   TORCH_CHECK(status != kl::kErrUnsupportedDtype, "kernellab.", op, " (", v, "): unsupported dtype");
   TORCH_CHECK(status != kl::kErrBadSize, "kernellab.", op, " (", v,
               "): a size is out of the range the kernel can index");
-  TORCH_CHECK(false, "kernellab.", op, " (", v, "): CUDA error ", status, ": ",
+  TORCH_CHECK(status != kl::kErrNoScratch, "kernellab.", op, " (", v, "): the variant needs scratch memory");
+  TORCH_CHECK(false, "kernellab.", op, " (", v, "): CUDA error ", std::to_string(status), ": ",
               cudaGetErrorString(static_cast<cudaError_t>(status)));
 }
 
@@ -169,8 +183,8 @@ void layer_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, a
   const int v = variant_index(op, variant, kl::kLayerNormVariants);
   int64_t rows = 0, cols = 0;
   rows_cols(op, x, rows, cols);
-  TORCH_CHECK(w.dim() == 1 && w.size(0) == cols, "kernellab.", op, ": w must have shape (", cols, ",), got ",
-              w.sizes());
+  TORCH_CHECK(w.dim() == 1 && w.size(0) == cols, "kernellab.", op, ": w must have shape (", std::to_string(cols), ",), got ",
+              dims(w.sizes()));
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
                kl::layer_norm_launch(x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), rows, cols,
@@ -184,8 +198,8 @@ void rms_norm(const at::Tensor& x, const at::Tensor& w, at::Tensor& out, double 
   const int v = variant_index(op, variant, kl::kRmsNormVariants);
   int64_t rows = 0, cols = 0;
   rows_cols(op, x, rows, cols);
-  TORCH_CHECK(w.dim() == 1 && w.size(0) == cols, "kernellab.", op, ": w must have shape (", cols, ",), got ",
-              w.sizes());
+  TORCH_CHECK(w.dim() == 1 && w.size(0) == cols, "kernellab.", op, ": w must have shape (", std::to_string(cols), ",), got ",
+              dims(w.sizes()));
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
                kl::rms_norm_launch(x.data_ptr(), w.data_ptr(), out.data_ptr(), rows, cols, static_cast<float>(eps),
@@ -196,7 +210,7 @@ void dropout(const at::Tensor& x, int64_t seed, at::Tensor& out, double p, c10::
   const char* op = "dropout";
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
   const int v = variant_index(op, variant, kl::kDropoutVariants);
-  TORCH_CHECK(p >= 0.0 && p <= 1.0, "kernellab.", op, ": p must be in [0, 1], got ", p);
+  TORCH_CHECK(p >= 0.0 && p <= 1.0, "kernellab.", op, ": p must be in [0, 1], got ", std::to_string(p));
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
                kl::dropout_launch(x.data_ptr(), out.data_ptr(), x.numel(), static_cast<uint64_t>(seed),
@@ -207,20 +221,24 @@ void reduce_sum(const at::Tensor& x, at::Tensor& out, c10::string_view variant) 
   const char* op = "reduce_sum";
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, false, false);
   TORCH_CHECK(out.scalar_type() == at::kFloat && out.numel() == 1, "kernellab.", op,
-              ": out must be one fp32 element, got dtype ", out.scalar_type(), " shape ", out.sizes());
+              ": out must be one fp32 element, got dtype ", out.scalar_type(), " shape ", dims(out.sizes()));
   const int v = variant_index(op, variant, kl::kReduceSumVariants);
   const c10::cuda::CUDAGuard guard(x.device());
+  // the atomic step's fp64 accumulator (from PyTorch's caching allocator: no cudaMalloc per call)
+  const at::Tensor scratch = v == kl::kReduceSumAtomic ? at::empty({1}, x.options().dtype(at::kDouble)) : at::Tensor();
   check_status(op, variant,
-               kl::reduce_sum_launch(x.data_ptr(), out.data_ptr<float>(), x.numel(), dtype_tag(x), v, stream_of(x)));
+               kl::reduce_sum_launch(x.data_ptr(), out.data_ptr<float>(),
+                                     scratch.defined() ? scratch.data_ptr<double>() : nullptr, x.numel(),
+                                     dtype_tag(x), v, stream_of(x)));
 }
 
 void row_sum(const at::Tensor& x, at::Tensor& out, c10::string_view variant) {
   const char* op = "row_sum";
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, false, false);
-  TORCH_CHECK(x.dim() == 2, "kernellab.", op, ": x must be 2-D (rows, cols), got shape ", x.sizes());
+  TORCH_CHECK(x.dim() == 2, "kernellab.", op, ": x must be 2-D (rows, cols), got shape ", dims(x.sizes()));
   const int64_t rows = x.size(0), cols = x.size(1);
   TORCH_CHECK(out.scalar_type() == at::kFloat && out.dim() == 1 && out.size(0) == rows, "kernellab.", op,
-              ": out must be fp32 of shape (", rows, ",), got dtype ", out.scalar_type(), " shape ", out.sizes());
+              ": out must be fp32 of shape (", std::to_string(rows), ",), got dtype ", out.scalar_type(), " shape ", dims(out.sizes()));
   const int v = variant_index(op, variant, kl::kRowSumVariants);
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
@@ -231,12 +249,12 @@ void sgemm(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, c10::string_
   const char* op = "sgemm";
   check_args(op, {{"a", a}, {"b", b}, {"c", c}}, {at::kFloat}, true, false);
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && c.dim() == 2, "kernellab.", op, ": a, b, c must be 2-D, got ",
-              a.sizes(), ", ", b.sizes(), ", ", c.sizes());
+              dims(a.sizes()), ", ", dims(b.sizes()), ", ", dims(c.sizes()));
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  TORCH_CHECK(b.size(0) == k, "kernellab.", op, ": a is ", a.sizes(), " but b is ", b.sizes(),
+  TORCH_CHECK(b.size(0) == k, "kernellab.", op, ": a is ", dims(a.sizes()), " but b is ", dims(b.sizes()),
               " (inner sizes differ)");
-  TORCH_CHECK(c.size(0) == m && c.size(1) == n, "kernellab.", op, ": c must have shape (", m, ", ", n, "), got ",
-              c.sizes());
+  TORCH_CHECK(c.size(0) == m && c.size(1) == n, "kernellab.", op, ": c must have shape (", std::to_string(m), ", ", std::to_string(n), "), got ",
+              dims(c.sizes()));
   c10::string_view name = variant;
   const int config = sgemm_config(name);  // "autotuned:<config>"
   const int v = variant_index(op, name, kl::kSgemmVariants);

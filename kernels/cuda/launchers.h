@@ -22,6 +22,7 @@ constexpr int kOk = 0;
 constexpr int kErrUnknownVariant = -1;
 constexpr int kErrUnsupportedDtype = -2;
 constexpr int kErrBadSize = -3;  // a size the kernel cannot index (too large, negative)
+constexpr int kErrNoScratch = -4;  // a variant that needs scratch memory was given none
 
 template <typename T, std::size_t N>
 constexpr int count_of(const T (&)[N]) {
@@ -105,8 +106,10 @@ int rms_norm_launch(const void* x, const void* w, void* out, int64_t rows, int64
 int dropout_launch(const void* x, void* out, int64_t n, uint64_t seed, float p, DType dtype, int variant,
                    cudaStream_t stream);
 
-// *out (one fp32) = sum of n elements of x; the launcher zeroes *out first.
-int reduce_sum_launch(const void* x, float* out, int64_t n, DType dtype, int variant, cudaStream_t stream);
+// *out (one fp32) = sum of n elements of x; the launcher zeroes *out first. `scratch` is one
+// double of device memory for the atomic variant's fp64 accumulator (the others ignore it).
+int reduce_sum_launch(const void* x, float* out, double* scratch, int64_t n, DType dtype, int variant,
+                      cudaStream_t stream);
 
 // out[r] (fp32) = sum of row r of the (rows, cols) matrix x.
 int row_sum_launch(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, int variant,

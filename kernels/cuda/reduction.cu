@@ -1,7 +1,9 @@
 // Sum reductions, accumulated in fp32 (bf16 inputs convert on load).
 //
 // reduce_sum: the whole tensor into one fp32 (the launcher zeroes it first), a ladder:
-//   reduce_sum_atomic        one atomicAdd per element, all on the same address.
+//   reduce_sum_atomic        one atomicAdd per element, all on the same address, into an fp64
+//                            accumulator (an fp32 one stalls once the sum passes 2^25: each
+//                            increment under half an ulp), then one thread stores it as fp32.
 //   reduce_sum_smem_tree     one element per thread, a shared-memory tree per block of 256,
 //                            one atomicAdd per block.
 //   reduce_sum_warp_shuffle  one element per thread, __shfl_down_sync within each warp, then
@@ -46,9 +48,14 @@ __device__ __forceinline__ void block_sum_atomic(float v, float* out) {
 }  // namespace kl
 
 template <typename T>
-__global__ void __launch_bounds__(kReduceThreads) reduce_sum_atomic(const T* __restrict__ x, float* out, int64_t n) {
+__global__ void __launch_bounds__(kReduceThreads)
+    reduce_sum_atomic(const T* __restrict__ x, double* acc, int64_t n) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) atomicAdd(out, kl::to_float(x[i]));
+  if (i < n) atomicAdd(acc, static_cast<double>(kl::to_float(x[i])));
+}
+
+__global__ void store_sum_fp32(const double* __restrict__ acc, float* __restrict__ out) {
+  *out = static_cast<float>(*acc);
 }
 
 template <typename T>
@@ -149,13 +156,20 @@ namespace kl {
 namespace {
 
 template <typename T>
-int run_reduce_sum(const T* x, float* out, int64_t n, int variant, cudaStream_t stream) {
+int run_reduce_sum(const T* x, float* out, double* scratch, int64_t n, int variant, cudaStream_t stream) {
   const int64_t blocks = cdiv(n, kReduceThreads);
   switch (variant) {
-    case kReduceSumAtomic:
+    case kReduceSumAtomic: {
       if (blocks > INT_MAX) return kErrBadSize;
-      reduce_sum_atomic<T><<<static_cast<unsigned>(blocks), kReduceThreads, 0, stream>>>(x, out, n);
+      if (scratch == nullptr) return kErrNoScratch;
+      const cudaError_t zero = cudaMemsetAsync(scratch, 0, sizeof(double), stream);
+      if (zero != cudaSuccess) return static_cast<int>(zero);
+      reduce_sum_atomic<T><<<static_cast<unsigned>(blocks), kReduceThreads, 0, stream>>>(x, scratch, n);
+      const int status = launch_status();
+      if (status != kOk) return status;
+      store_sum_fp32<<<1, 1, 0, stream>>>(scratch, out);
       return launch_status();
+    }
     case kReduceSumSmemTree:
       if (blocks > INT_MAX) return kErrBadSize;
       reduce_sum_smem_tree<T><<<static_cast<unsigned>(blocks), kReduceThreads, 0, stream>>>(x, out, n);
@@ -194,15 +208,16 @@ int run_row_sum(const T* x, float* out, int64_t rows, int64_t cols, cudaStream_t
 
 }  // namespace
 
-int reduce_sum_launch(const void* x, float* out, int64_t n, DType dtype, int variant, cudaStream_t stream) {
+int reduce_sum_launch(const void* x, float* out, double* scratch, int64_t n, DType dtype, int variant,
+                      cudaStream_t stream) {
   if (variant < 0 || variant >= count_of(kReduceSumVariants)) return kErrUnknownVariant;
   if (dtype != DType::kFloat32 && dtype != DType::kBFloat16) return kErrUnsupportedDtype;
   if (n < 0) return kErrBadSize;
   const cudaError_t zero = cudaMemsetAsync(out, 0, sizeof(float), stream);
   if (zero != cudaSuccess) return static_cast<int>(zero);
   if (n == 0) return kOk;
-  if (dtype == DType::kFloat32) return run_reduce_sum(static_cast<const float*>(x), out, n, variant, stream);
-  return run_reduce_sum(static_cast<const bf16*>(x), out, n, variant, stream);
+  if (dtype == DType::kFloat32) return run_reduce_sum(static_cast<const float*>(x), out, scratch, n, variant, stream);
+  return run_reduce_sum(static_cast<const bf16*>(x), out, scratch, n, variant, stream);
 }
 
 int row_sum_launch(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, int variant,

@@ -36,7 +36,15 @@ RESULTS = f"{config['results']}/{SET}"
 # the command line of this run, for environment.json (a job's own argv is its script)
 os.environ.setdefault("KERNELLAB_COMMAND", " ".join(["snakemake"] + sys.argv[1:]))
 # compiled kernels and autotune choices shared by every job of this run (kernellab.runtime)
-os.environ.setdefault("KERNELLAB_CACHE", str(Path(f"{STAGE}.cache").resolve()))
+RUN_CACHE = os.environ.setdefault(
+    "KERNELLAB_CACHE", str(Path(f"{STAGE}.cache").resolve())
+)
+# ... and the bytecode of the modules the jobs import (read-only site-packages would make
+# every job and worker compile torch._dynamo and _inductor's modules again); it lands in
+# the run's cache, never in a source tree, so it is written even where the environment
+# says not to write bytecode
+os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(RUN_CACHE, "pycache"))
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 KERNELS = sorted(config["kernels"])
 LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
 OTHER_SETS = sorted(
