@@ -114,6 +114,16 @@ def summarize_run(bench: pd.DataFrame, check: pd.DataFrame, survey: dict, bounds
 
 # ------------------------------------------------------------------ environment
 def git_info(root: Path) -> dict:
+    """The commit the run's code came from, and whether the tree differed from it.
+
+    ``KERNELLAB_GIT_COMMIT``, when set, wins: whoever shipped a copy of the tree to another
+    machine knows its commit, and a ``.git`` that came along can be stale (the device
+    machine's copy carried an older ``.git`` than the tree beside it: its HEAD and
+    ``git_dirty`` described the wrong commit). Whether that copy was clean is then unknown."""
+    told = os.environ.get("KERNELLAB_GIT_COMMIT", "")
+    if re.fullmatch(r"[0-9a-f]{40}", told):
+        return {"git_commit": told, "git_dirty": None}
+
     def git(*args):
         try:
             return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
@@ -122,10 +132,7 @@ def git_info(root: Path) -> dict:
 
     commit = git("rev-parse", "--verify", "--quiet", "HEAD")
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
-        # a copy of the tree without its history (e.g. shipped to a GPU machine): the
-        # commit it was taken from, if the one who shipped it said (git archive HEAD)
-        told = os.environ.get("KERNELLAB_GIT_COMMIT", "")
-        return {"git_commit": told if re.fullmatch(r"[0-9a-f]{40}", told) else None, "git_dirty": None}
+        return {"git_commit": None, "git_dirty": None}  # a copy of the tree without its history
     dirty = git("status", "--porcelain", "--", ".", ":(exclude)results", ":(exclude).staging")
     return {"git_commit": commit, "git_dirty": bool(dirty)}
 

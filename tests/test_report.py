@@ -531,3 +531,13 @@ def test_rows_whose_check_did_not_pass_are_not_results(tmp_path):
     assert not fused["valid"] and not fused["best"]
     html = render(root, "x", tmp_path / "out")["report.html"].read_text(encoding="utf-8")
     assert "⚠ check not checked" in html and "correctness check not checked" in html
+
+
+def test_git_info_prefers_the_commit_the_shipper_named(tmp_path, monkeypatch):
+    from kernellab.aggregate import git_info
+
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setenv("KERNELLAB_GIT_COMMIT", sha)
+    assert git_info(tmp_path) == {"git_commit": sha, "git_dirty": None}
+    monkeypatch.setenv("KERNELLAB_GIT_COMMIT", "not-a-sha")
+    assert git_info(tmp_path) == {"git_commit": None, "git_dirty": None}  # no .git there either
