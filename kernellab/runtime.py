@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import sys
 
 
 @functools.cache
@@ -34,19 +33,12 @@ def use_run_cache() -> str | None:
     The directory belongs to one result set (one machine): ``@triton.autotune``'s disk
     cache is keyed by the compile target (``cuda:90``), not the device, so a cache shared
     across machines of one architecture would carry one machine's choices to another.
-    Variables the user set already win.
-
-    Python's bytecode goes there too (``PYTHONPYCACHEPREFIX``): where site-packages is
-    read-only, as on the H200's image, every process compiled the ~1500 modules that
-    Dynamo and Inductor import, about 5 s per worker, again and again. The workflow sets the
-    variable for its jobs before they start; this covers processes started otherwise.
+    Variables the user set already win. (Python's bytecode cache there, PYTHONPYCACHEPREFIX,
+    is set by the workflow itself: it must be in place before a job's interpreter starts.)
     """
     root = os.environ.get(CACHE_ENV)
     if not root:
         return None
-    if not os.environ.get("PYTHONPYCACHEPREFIX"):
-        os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(root, "pycache")
-        sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
     os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(root, "inductor"))
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
