@@ -5,8 +5,10 @@ Importable and unit-testable; the Snakemake rules call these functions.
 - ``build_extension(out_dir)`` runs ``kernels/setup.py build_ext`` and reports where the
   library is; a CPU-only torch or a missing nvcc gives status ``unavailable`` (no exception).
 - ``write_build_json(out_dir, info)`` records that result atomically for ``kernellab.cuda_ext``.
-- ``resource_report(out_dir)`` compiles each ``kernels/cuda/*.cu`` to a cubin with
-  ``-Xptxas -v`` (no GPU needed) and parses registers, spills, stack and shared memory.
+- ``family_sources(dirs)`` finds each family folder's CUDA sources and binding files.
+- ``resource_report(out_dir, dirs)`` compiles each family's ``.cu`` files to cubins with
+  ``-Xptxas -v`` (no GPU needed) and parses registers, spills, stack and shared memory; a
+  family whose sources do not compile is named in ``.failures`` and left out of the build.
 - ``ptx(source)``, ``sass(cubin)`` and ``ptx_and_sass(source)`` give the code itself.
 """
 
@@ -26,8 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS_DIR = ROOT / "kernels"
-CUDA_DIR = KERNELS_DIR / "cuda"
+COMMON_DIR = KERNELS_DIR / "common"  # the headers every family's CUDA and binding include
 SETUP_PY = KERNELS_DIR / "setup.py"
+BINDING = "binding.cpp"
 LIBRARY_STEM = "kernellab_cuda"
 DEFAULT_ARCH = 90
 LOG_TAIL_LINES = 30
@@ -53,9 +56,15 @@ class ToolNotFound(RuntimeError):
 
 
 class ResourceReport(list):
-    """Rows of ``resource_report``; ``reason`` says why it is empty or partial ('' when complete)."""
+    """Rows of ``resource_report``; ``reason`` says why it is empty or partial ('' when complete),
+    ``failures`` maps each family whose sources did not compile to nvcc's message."""
 
     reason: str = ""
+    failures: dict[str, str]
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.failures = {}
 
 
 # ---- tools ------------------------------------------------------------------------------------
@@ -118,14 +127,40 @@ def _setup_module():
     return module
 
 
-def sources() -> list[Path]:
-    """The .cu files of the extension, one per kernel family."""
-    return sorted(CUDA_DIR.glob("*.cu"))
+def family_sources(dirs=None) -> dict[str, dict[str, list[Path]]]:
+    """Family -> {"cu": its .cu files, "bindings": its binding.cpp files} for every family folder
+    of the kernel directories (``registry.kernel_dirs``) that holds CUDA; its subfolders count."""
+    from kernellab import registry
+
+    out = {}
+    for name, folder in registry.family_folders(registry.kernel_dirs(dirs)).items():
+        cu = sorted(folder.rglob("*.cu"))
+        if cu:
+            out[name] = {"cu": cu, "bindings": sorted(folder.rglob(BINDING))}
+    return out
 
 
-def standalone_flags(arch: int = DEFAULT_ARCH) -> list[str]:
+def sources(dirs=None) -> list[Path]:
+    """Every .cu file of every family."""
+    return [f for fam in family_sources(dirs).values() for f in fam["cu"]]
+
+
+def include_dirs(source: Path) -> list[Path]:
+    """What a family source may include: the shared headers, its own folder's and its family's."""
+    family = next((p for p in source.parents if (p / "__init__.py").exists()), source.parent)
+    return list(dict.fromkeys([COMMON_DIR, source.parent, family]))
+
+
+def standalone_flags(arch: int = DEFAULT_ARCH, source: Path | None = None) -> list[str]:
     """nvcc flags of a standalone compile: the extension's flags for one sm_<arch>."""
-    return [*_setup_module().NVCC_FLAGS, *TORCH_NVCC_FLAGS, f"-arch=sm_{arch}", f"-I{CUDA_DIR}"]
+    dirs = include_dirs(Path(source)) if source is not None else [COMMON_DIR]
+    return [*_setup_module().NVCC_FLAGS, *TORCH_NVCC_FLAGS, f"-arch=sm_{arch}", *(f"-I{d}" for d in dirs)]
+
+
+def label(source: Path) -> str:
+    """``matmul/sgemm/sgemm.cu``: a source named from its family folder."""
+    family = next((p for p in source.parents if (p / "__init__.py").exists()), source.parent)
+    return f"{family.name}/{source.relative_to(family)}"
 
 
 # ---- building -----------------------------------------------------------------------------------
@@ -167,9 +202,12 @@ def find_library(build_dir: str | os.PathLike) -> Path | None:
     return found[-1] if found else None
 
 
-def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600) -> dict:
+def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600, dirs=None,
+                    skip: dict[str, str] | None = None) -> dict:
     """Build the extension into ``out_dir`` (library, ``build.log``, objects under ``tmp/``).
 
+    Every family folder of ``dirs`` with CUDA sources goes in, except those of ``skip``
+    (family -> why: sources that did not compile), which ``families_failed`` records.
     Returns ``{"status": "ok", "library": <file name relative to out_dir>, ...}``,
     ``{"status": "unavailable", "reason": ...}`` without a CUDA torch or nvcc, or
     ``{"status": "error", "reason": <last lines of the log>}``; never raises for those.
@@ -177,7 +215,8 @@ def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600) ->
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     info = _versions()
-    info.update(library=None, log=None)
+    skip = dict(skip or {})
+    info.update(library=None, log=None, families_failed=skip)
     if info.get("torch") is None:
         return {**info, "status": "unavailable", "reason": "torch is not installed"}
     if info.get("torch_cuda") is None:
@@ -188,9 +227,17 @@ def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600) ->
     if info["arch"].startswith("invalid"):
         return {**info, "status": "error", "reason": info["arch"]}
 
+    families = {k: v for k, v in family_sources(dirs).items() if k not in skip}
+    if not families:
+        return {**info, "status": "unavailable", "reason": "no family with CUDA sources compiles"}
+    manifest = out / "sources.json"
+    manifest.write_text(json.dumps({
+        "sources": [str(f) for fam in families.values() for f in fam["cu"] + fam["bindings"]],
+        "include_dirs": [str(d) for fam in families.values() for f in fam["cu"] for d in include_dirs(f)],
+    }, indent=1))
     log = out / "build.log"
-    cmd = [sys.executable, str(SETUP_PY), "build_ext", "--build-lib", str(out.resolve()),
-           "--build-temp", str((out / "tmp").resolve())]
+    cmd = [sys.executable, str(SETUP_PY), "--sources", str(manifest.resolve()), "build_ext", "--build-lib",
+           str(out.resolve()), "--build-temp", str((out / "tmp").resolve())]
     env = os.environ.copy()
     env.setdefault("CUDA_HOME", str(Path(info["nvcc_path"]).resolve().parent.parent))
     start = time.monotonic()
@@ -305,7 +352,7 @@ def base_name(symbol: str) -> str:
 
 
 def _compile_cubin(nvcc: str, src: Path, cubin: Path, arch: int) -> tuple[int, str]:
-    cmd = [nvcc, *standalone_flags(arch), "-cubin", "-o", str(cubin), str(src)]
+    cmd = [nvcc, *standalone_flags(arch, src), "-cubin", "-o", str(cubin), str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -314,7 +361,7 @@ def compile_cubins(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: i
                    files: list[Path] | None = None) -> dict[str, tuple[int, str, Path]]:
     """Compile each .cu to ``out_dir/cubin/<stem>.sm_<arch>.cubin`` in parallel.
 
-    Returns {file name: (return code, nvcc + ptxas output, cubin path)}.
+    Returns {file label (``family/path``): (return code, nvcc + ptxas output, cubin path)}.
     """
     nvcc = find_nvcc()
     if nvcc is None:
@@ -323,14 +370,15 @@ def compile_cubins(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: i
     cubin_dir.mkdir(parents=True, exist_ok=True)
     files = files if files is not None else sources()
     workers = max(1, min(len(files), jobs or os.cpu_count() or 1))
-    cubins = {f.name: cubin_dir / f"{f.stem}.sm_{arch}.cubin" for f in files}
+    names = {label(f): f for f in files}
+    cubins = {n: cubin_dir / f"{n.replace('/', '.').removesuffix('.cu')}.sm_{arch}.cubin" for n in names}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {f.name: pool.submit(_compile_cubin, nvcc, f, cubins[f.name], arch) for f in files}
-        return {name: (*fut.result(), cubins[name]) for name, fut in futures.items()}
+        futures = {n: pool.submit(_compile_cubin, nvcc, f, cubins[n], arch) for n, f in names.items()}
+        return {n: (*fut.result(), cubins[n]) for n, fut in futures.items()}
 
 
 def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH,
-                    jobs: int | None = None) -> ResourceReport:
+                    jobs: int | None = None, dirs=None) -> ResourceReport:
     """Registers, spills, stack frame, shared and constant memory of every kernel.
 
     Compiles each .cu with ``nvcc -cubin -arch=sm_<arch> -Xptxas -v`` (no GPU needed), writes
@@ -343,7 +391,7 @@ def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH,
     out.mkdir(parents=True, exist_ok=True)
     report = ResourceReport()
     try:
-        results = compile_cubins(out, arch, jobs)
+        results = compile_cubins(out, arch, jobs, files=sources(dirs))
     except ToolNotFound as exc:
         report.reason = str(exc)
         (out / "ptxas.txt").write_text(f"# {report.reason}\n")
@@ -353,7 +401,11 @@ def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH,
         rc, text, _ = results[name]
         raw.append(f"## {name} (nvcc exit {rc})\n{text.rstrip()}\n")
         if rc != 0:
-            failures.append(f"{name}: nvcc exited with {rc}: {text.strip().splitlines()[-1:]}")
+            errors = [ln for ln in text.strip().splitlines() if "error" in ln] or text.strip().splitlines()[-1:]
+            failures.append(f"{name}: nvcc exited with {rc}: {errors[:1]}")
+            family = name.split("/")[0]
+            report.failures[family] = (report.failures.get(family, "") + "; " if family in report.failures
+                                       else "") + f"{name} does not compile: " + " | ".join(errors[:3])
             continue
         for row in parse_ptxas(text):
             report.append({"file": name, **row})
@@ -375,7 +427,7 @@ def ptx(source_file: str | os.PathLike, arch: int = DEFAULT_ARCH) -> str:
     nvcc = find_nvcc()
     if nvcc is None:
         raise ToolNotFound(NVCC_MISSING)
-    flags = [f for f in standalone_flags(arch) if f not in ("-Xptxas", "-v")]
+    flags = [f for f in standalone_flags(arch, Path(source_file)) if f not in ("-Xptxas", "-v")]
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "out.ptx"
         proc = subprocess.run([nvcc, *flags, "-ptx", "-o", str(target), str(source_file)],

@@ -34,6 +34,7 @@ def _load() -> None:
         _state["reason"] = "CUDA extension not built (run the build_cuda rule)"
         return
     info = json.loads(Path(path).read_text())
+    _state["failed"] = info.get("families_failed") or {}
     if info.get("status") != "ok":
         _state["loaded"] = False
         _state["reason"] = f"CUDA extension unavailable: {info.get('reason', 'build failed')}"
@@ -52,11 +53,14 @@ def _load() -> None:
     _state["loaded"] = True
 
 
-def ops():
-    """``torch.ops.kernellab``, or ``Unavailable`` with the reason."""
+def ops(family: str | None = None):
+    """``torch.ops.kernellab``, or ``Unavailable`` with the reason; a RuntimeError naming the
+    file and nvcc's message when ``family``'s sources did not compile (left out of the build)."""
     import torch
 
     _load()
+    if family in _state.get("failed", {}):
+        raise RuntimeError(_state["failed"][family])
     if not _state["loaded"]:
         raise Unavailable(_state["reason"])
     return torch.ops.kernellab

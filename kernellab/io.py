@@ -31,8 +31,23 @@ def atomic_path(path: str | os.PathLike):
 
 
 def write_text(path, text: str) -> None:
+    """Write ``text``; gzip-compressed when the name ends in .gz (PTX, SASS and IR dumps are
+    text that compresses 5-10x)."""
     with atomic_path(path) as tmp:
-        tmp.write_text(text)
+        if Path(path).suffix == ".gz":
+            tmp.write_bytes(gzip.compress(text.encode(), mtime=0))
+        else:
+            tmp.write_text(text)
+
+
+def read_text(path, max_bytes: int | None = None) -> str:
+    """The text of a file written by ``write_text`` (decompressed when .gz), at most
+    ``max_bytes`` bytes of it."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        raw = fh.read() if max_bytes is None else fh.read(max_bytes)
+    return raw.decode("utf-8", errors="replace")
 
 
 def write_bytes(path, data: bytes) -> None:

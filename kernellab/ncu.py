@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -51,11 +52,15 @@ COLUMNS = ["kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "
 MARKER = "spin_kernel"
 
 
-def command(kernel: str, steps: list[tuple[str, str]], shape: str, build_json: str, status_json: str) -> list[str]:
+def command(kernel: str, steps: list[tuple[str, str]], shape: str, build_json: str, status_json: str,
+            kernel_dirs: list[str] | None = None) -> list[str]:
+    from kernellab import registry
+
+    dirs = os.pathsep.join(str(d) for d in registry.kernel_dirs(kernel_dirs))
     return [
         "ncu", "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
         "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS),
-        sys.executable, "-m", "kernellab.ncu_target", kernel, shape, build_json, status_json,
+        sys.executable, "-m", "kernellab.ncu_target", kernel, shape, build_json, status_json, dirs,
         *[f"{key}:{dtype}" for key, dtype in steps],
     ]
 
@@ -111,14 +116,15 @@ def split_steps(per_kernel: pd.DataFrame, n_steps: int) -> list[pd.DataFrame]:
 
 
 def profile_steps(kernel: str, steps: list[tuple[str, str]], shape: str, build_json: str,
-                  timeout_s: float) -> list[dict]:
+                  timeout_s: float, kernel_dirs: list[str] | None = None) -> list[dict]:
     """Profile ``steps`` ((impl_key, dtype) pairs) at ``shape``: one record per step."""
     if shutil.which("ncu") is None:
         return [{"status": "unavailable", "reason": "Nsight Compute (ncu) not found on PATH"}] * len(steps)
     with tempfile.TemporaryDirectory() as tmp:
         status_json = str(Path(tmp) / "status.json")
         try:
-            proc = subprocess.run(command(kernel, steps, shape, build_json, status_json), capture_output=True,
+            proc = subprocess.run(command(kernel, steps, shape, build_json, status_json, kernel_dirs),
+                                  capture_output=True,
                                   text=True, timeout=timeout_s * len(steps))
         except subprocess.TimeoutExpired:
             return [{"status": "timeout", "reason": f"ncu did not finish within {timeout_s * len(steps):g} s"}

@@ -1,6 +1,8 @@
 """The process ncu profiles: each step warmed up, then one call in an NVTX range.
 
-``python -m kernellab.ncu_target KERNEL SHAPE BUILD_JSON STATUS_JSON IMPL_KEY:DTYPE ...``
+``python -m kernellab.ncu_target KERNEL SHAPE BUILD_JSON STATUS_JSON KERNEL_DIRS IMPL_KEY:DTYPE ...``
+
+(KERNEL_DIRS: the kernel folders joined by ``os.pathsep``.)
 
 Inside each step's range a marker kernel (``torch.cuda._sleep``) runs first, so the
 profiled kernels can be told apart by step (``ncu.split_steps``). A step that raises
@@ -11,11 +13,12 @@ STATUS_JSON, one record per step.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
 def main(argv: list[str]) -> int:
-    kernel, shape, build_json, status_json, *steps = argv
+    kernel, shape, build_json, status_json, kernel_dirs, *steps = argv
     from kernellab import cuda_ext, registry, runtime
     from kernellab.cases import parse_shape
     from kernellab.ncu import RANGE
@@ -24,6 +27,7 @@ def main(argv: list[str]) -> int:
     cuda_ext.configure(build_json)
     import torch
 
+    registry.load(kernel_dirs.split(os.pathsep))
     family = registry.family(kernel)
     params = {k: v[0] for k, v in family.params.items()}
     status = []

@@ -50,6 +50,13 @@ def target_of(config: dict) -> str:
     return target
 
 
+def families(config: dict) -> dict:
+    """The registry's families, loaded from the config's kernel folders (once per process)."""
+
+    registry.load(config.get("kernel_dirs"))
+    return registry.families()
+
+
 def _plan(config: dict, kernel: str):
     from kernellab.cases import kernel_plan
 
@@ -67,12 +74,17 @@ def survey(out_json: str) -> dict:
     return data
 
 
-def build_cuda(out_json: str, resources_csv: str) -> dict:
+def build_cuda(out_json: str, resources_csv: str, kernel_dirs: list[str] | None = None) -> dict:
+    """Compile every family's CUDA sources on their own (registers, spills; a family whose
+    sources fail is named and left out), then build the extension from the rest."""
     from kernellab import cuda_build
 
     out_dir = Path(out_json).parent
-    info = cuda_build.build_extension(out_dir)
-    rows = cuda_build.resource_report(out_dir)
+    rows = cuda_build.resource_report(out_dir, dirs=kernel_dirs)
+    for family, why in rows.failures.items():
+        log.error("build_cuda: family %s left out of the extension: %s", family, why)
+        print(f"kernellab: CUDA of family {family!r} left out: {why}", file=sys.__stderr__)
+    info = cuda_build.build_extension(out_dir, dirs=kernel_dirs, skip=rows.failures)
     write_csv(resources_csv, rows, columns=["file", "kernel", "registers", "spill_stores_bytes",
                                             "spill_loads_bytes", "stack_frame_bytes", "smem_bytes", "cmem_bytes"])
     cuda_build.write_build_json(out_dir, info)
@@ -84,13 +96,12 @@ def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_cs
             autotune_csv: str) -> None:
     """Autotuning, correctness checks and benchmarks of one family: each implementation
     is tuned (Triton), checked and benchmarked in one worker, so each compile happens once."""
-    from kernellab import registry
     from kernellab.harness import CHECK_COLUMNS, measure_family
     from kernellab.timing import TimingConfig
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
-    fam = registry.family(kernel)
+    fam = families(config)[kernel]
     cfg = TimingConfig.from_config(config.get("timing"))
     at = config.get("autotune") or {}
     # the harness's timer tunes under the interpreter only (on a GPU Triton times the configs)
@@ -122,7 +133,7 @@ def profile(config: dict, kernels: list[str], build_json: str, out_csvs: list[st
     family's profile shape, with a Chrome trace each. One worker runs them all (the
     profiler's start-up, CUPTI, costs seconds per process); a crash costs only the
     implementation that crashed (``isolate.run_batch``)."""
-    from kernellab import isolate, registry
+    from kernellab import isolate
     from kernellab.cases import Case
     from kernellab.profile import profile_case
 
@@ -130,7 +141,7 @@ def profile(config: dict, kernels: list[str], build_json: str, out_csvs: list[st
     cuda_ext.configure(build_json)
     works, labels = [], {}
     for kernel, trace_dir in zip(kernels, trace_dirs, strict=True):
-        fam = registry.family(kernel)
+        fam = families(config)[kernel]
         plan = _plan(config, kernel)
         Path(trace_dir).mkdir(parents=True, exist_ok=True)
         for key in plan.impl_keys(fam):
@@ -177,14 +188,13 @@ def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
     from multiprocessing import get_context
 
     from kernellab import ptx as ptxmod
-    from kernellab import registry
 
     # cross-compiling never runs a kernel: make sure Triton compiles rather than interprets
     os.environ["TRITON_INTERPRET"] = "0"
     arch = _gpu_arch()
     tasks = []  # (kernel, impl keys, dtypes, out_dir)
     for kernel, out_index in zip(kernels, out_indexes, strict=True):
-        fam = registry.family(kernel)
+        fam = families(config)[kernel]
         plan = _plan(config, kernel)
         out_dir = Path(out_index).parent
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -218,10 +228,9 @@ def _gpu_arch() -> int:
 
 
 def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
-    from kernellab import registry
     from kernellab.ncu import COLUMNS, profile_steps
 
-    fam = registry.family(kernel)
+    fam = families(config)[kernel]
     plan = _plan(config, kernel)
     keys = set(plan.impl_keys(fam))
     nc = config.get("ncu") or {}
@@ -241,7 +250,8 @@ def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
         else:
             t0 = time.perf_counter()
             got = profile_steps(kernel, [(s.key, d) for s, d in zip(steps, dtypes, strict=True)], shape,
-                                str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)))
+                                str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)),
+                                config.get("kernel_dirs"))
             log.info("ncu %s %s: %d steps in %.1f s", kernel, ladder, len(steps), time.perf_counter() - t0)
         rows += [{**b, **g} for b, g in zip(bases, got, strict=True)]
     write_csv(out_csv, rows, columns=COLUMNS)
@@ -251,14 +261,13 @@ def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: lis
               ptx_indexes: list[str], build_json: str, out_summary: str, out_ladders: str, out_env: str,
               command: str) -> None:
     from kernellab import aggregate as agg
-    from kernellab import registry
     from kernellab.cases import plans
 
     survey = read_json(survey_json)
     env = agg.environment(survey, config, ROOT, run_id=_run_id(survey, config), command=command)
     build = read_json(build_json) if Path(build_json).exists() else {}
     env["cuda_build"] = {k: build.get(k) for k in ("status", "reason", "nvcc", "arch")}
-    fams = registry.families()
+    fams = families(config)
     bounds = {k: f.bound for k, f in fams.items()}
     bench = agg._read_csvs(bench_csvs)
     check_df = agg._read_csvs(check_csvs)

@@ -16,8 +16,6 @@ from pathlib import Path
 from kernellab.io import write_bytes, write_text
 from kernellab.registry import Family, Impl
 
-ROOT = Path(__file__).resolve().parents[1]
-CUDA_DIR = ROOT / "kernels" / "cuda"
 
 # (label, regex) scanned in PTX and SASS text
 PATTERNS = [
@@ -74,8 +72,8 @@ def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path,
                 continue
             for ext in ("ttir", "ttgir", "ptx"):
                 if ext in asm:
-                    write_text(out_dir / f"{stem}.{ext}", asm[ext])
-                    entry["files"][ext] = f"{stem}.{ext}"
+                    write_text(out_dir / f"{stem}.{ext}.gz", asm[ext])
+                    entry["files"][ext] = f"{stem}.{ext}.gz"
             text = asm.get("ptx", "")
             sass_text, why = "", ""
             if "cubin" in asm:
@@ -84,8 +82,8 @@ def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path,
                 sass_text, why = _sass(cubin)
                 cubin.unlink()
                 if sass_text:
-                    write_text(out_dir / f"{stem}.sass", sass_text)
-                    entry["files"]["sass"] = f"{stem}.sass"
+                    write_text(out_dir / f"{stem}.sass.gz", sass_text)
+                    entry["files"]["sass"] = f"{stem}.sass.gz"
             counts, evidence = scan(text, "PTX")
             s_counts, s_evidence = scan(sass_text, "SASS")
             entry["highlights"] = {"ptx": counts, "sass": s_counts}
@@ -105,10 +103,10 @@ def _sass(cubin: Path) -> tuple[str, str]:
     return (text or ""), ("" if text else "SASS unavailable: cuobjdump not found")
 
 
-def cuda_source_of(kernel_name: str) -> Path | None:
-    """The .cu file that defines ``kernel_name``."""
+def cuda_source_of(family: Family, kernel_name: str) -> Path | None:
+    """The .cu file of the family's folder that defines ``kernel_name``."""
     pat = re.compile(rf"\b{re.escape(kernel_name)}\b")
-    for path in sorted(CUDA_DIR.glob("*.cu")):
+    for path in sorted(family.folder.rglob("*.cu")) if family.folder else []:
         if pat.search(path.read_text()):
             return path
     return None
@@ -166,9 +164,9 @@ def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: di
         stem = f"{impl.key.replace('@', '.')}.{kname}"
         entry = {"kernel": family.name, "impl_key": impl.key, "dtype": "all", "source": "cuda", "name": kname,
                  "files": {}, "highlights": {}, "evidence": []}
-        src = cuda_source_of(kname)
+        src = cuda_source_of(family, kname)
         if src is None:
-            entry.update(status="error", reason=f"no .cu file under kernels/cuda defines {kname}")
+            entry.update(status="error", reason=f"no .cu file under {family.folder} defines {kname}")
             entries.append(entry)
             continue
         try:
@@ -184,11 +182,11 @@ def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: di
         ptx_part = "\n\n".join(ptx_fns[k] for k in sorted(ptx_fns))
         sass_part = "\n\n".join(sass_fns[k] for k in sorted(sass_fns))
         if ptx_part:
-            write_text(out_dir / f"{stem}.ptx", ptx_part)
-            entry["files"]["ptx"] = f"{stem}.ptx"
+            write_text(out_dir / f"{stem}.ptx.gz", ptx_part)
+            entry["files"]["ptx"] = f"{stem}.ptx.gz"
         if sass_part:
-            write_text(out_dir / f"{stem}.sass", sass_part)
-            entry["files"]["sass"] = f"{stem}.sass"
+            write_text(out_dir / f"{stem}.sass.gz", sass_part)
+            entry["files"]["sass"] = f"{stem}.sass.gz"
         counts, evidence = scan(ptx_part, "PTX")
         s_counts, s_evidence = scan(sass_part, "SASS")
         entry["highlights"] = {"ptx": counts, "sass": s_counts}

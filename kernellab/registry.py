@@ -15,8 +15,10 @@ return a fresh tensor.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import inspect
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 BACKENDS = ("torch", "cuda", "triton", "compile")
@@ -82,6 +84,7 @@ class Family:
     shape_rank: tuple[int, ...] = (1,)  # accepted numbers of dimensions
     description: str = ""
     impls: dict[str, Impl] = field(default_factory=dict)
+    folder: Path | None = None  # the family's folder (set by ``load``)
 
     def add(self, impl: Impl) -> Impl:
         if impl.kernel != self.name:
@@ -109,42 +112,185 @@ class Family:
 
 
 _FAMILIES: dict[str, Family] = {}
-_LOADED = False
+_ERRORS: dict[str, str] = {}  # family folder -> why it could not be loaded
+_DIRS: list[Path] = []
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DIRS = ("kernels",)
+NOT_FAMILIES = ("common",)  # shared CUDA and binding helpers, not a family
+
+
+class FamilyError(Exception):
+    """A family folder that cannot be loaded; the message names the file and the reason."""
 
 
 def register_family(family: Family) -> Family:
     if family.name in _FAMILIES:
-        raise ValueError(f"kernel family {family.name!r} registered twice")
+        raise FamilyError(f"kernel family {family.name!r} registered twice")
+    _check_family(family)
     _FAMILIES[family.name] = family
     return family
 
 
-def _load() -> None:
-    """Import every module of kernellab.ops once; each registers its family."""
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
+def _check_family(family: Family) -> None:
+    for attr in ("make_inputs", "reference", "bytes_moved", "flops"):
+        if not callable(getattr(family, attr, None)):
+            raise FamilyError(f"family {family.name!r}: {attr} must be a function, got {getattr(family, attr)!r}")
+    if family.bound not in ("memory", "compute"):
+        raise FamilyError(f"family {family.name!r}: bound must be 'memory' or 'compute', got {family.bound!r}")
+    _check_arity(family.name, "make_inputs", family.make_inputs, 4)  # (shape, dtype, device, seed)
+
+
+def _check_arity(owner: str, what: str, fn: Callable, positional: int) -> None:
+    """``fn`` must accept ``positional`` positional arguments (more with defaults or *args)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # builtins and C functions: nothing to check
+    try:
+        sig.bind(*range(positional))
+    except TypeError as exc:
+        raise FamilyError(f"family {owner!r}: {what}{sig} cannot take {positional} positional "
+                          f"argument(s): {exc}") from None
+
+
+def kernel_dirs(dirs=None, base: str | os.PathLike | None = None) -> list[Path]:
+    """The kernel directories as absolute paths; relative ones are taken from ``base``
+    (the workflow's directory, default the repository)."""
+    base = Path(base) if base is not None else ROOT
+    return [(base / d).resolve() for d in (dirs or DEFAULT_DIRS)]
+
+
+def family_folders(dirs: list[Path]) -> dict[str, Path]:
+    """Family name -> folder, over every kernel directory; a name found twice is an error."""
+    found: dict[str, Path] = {}
+    for d in dirs:
+        if not d.is_dir():
+            raise FamilyError(f"kernel directory {d} does not exist (config key kernel_dirs)")
+        for sub in sorted(p for p in d.iterdir() if p.is_dir()):
+            if sub.name in NOT_FAMILIES or sub.name.startswith((".", "_")) or not (sub / "__init__.py").exists():
+                continue
+            if not sub.name.isidentifier():
+                raise FamilyError(f"{sub}: a family folder's name must be a Python identifier")
+            if sub.name in found:
+                raise FamilyError(f"{sub}: family {sub.name!r} already defined by {found[sub.name]}")
+            found[sub.name] = sub
+    return found
+
+
+def load(dirs=None, base: str | os.PathLike | None = None) -> dict[str, str]:
+    """Import every family folder of the kernel directories once (later calls with the same
+    directories do nothing). A folder that fails is left out and its error kept
+    (``load_errors``), so one broken family never stops the others. Returns those errors."""
+    from kernellab import families as package
     from kernellab import runtime
 
+    wanted = kernel_dirs(dirs, base)
+    if _DIRS == wanted:
+        return dict(_ERRORS)
+    if _DIRS:
+        raise FamilyError(f"families already loaded from {', '.join(map(str, _DIRS))}; cannot also load "
+                          f"{', '.join(map(str, wanted))} in one process")
+    _DIRS[:] = wanted
     runtime.setup()  # before Triton is imported: interpreter on machines without a GPU
-    from kernellab import ops
+    package.__path__[:] = [str(d) for d in wanted]
+    for name, folder in family_folders(wanted).items():
+        before = set(_FAMILIES)
+        try:
+            importlib.import_module(f"{package.__name__}.{name}")
+            added = set(_FAMILIES) - before
+            if added != {name}:
+                raise FamilyError(f"registers {sorted(added) or 'no family'}; it must register exactly one "
+                                  f"family named after its folder, {name!r}")
+            attach_ladder_texts(_FAMILIES[name], folder)
+        except Exception as exc:  # a user's folder may fail in any way: keep the others
+            for extra in set(_FAMILIES) - before:
+                _FAMILIES.pop(extra)
+            where = folder / "__init__.py"
+            _ERRORS[name] = f"{where}: {type(exc).__name__}: {exc}" if not isinstance(exc, FamilyError) \
+                else f"{where}: {exc}"
+            continue
+        _FAMILIES[name].folder = folder
+    return dict(_ERRORS)
 
-    for mod in sorted(m.name for m in pkgutil.iter_modules(ops.__path__)):
-        if not mod.startswith("_"):
-            importlib.import_module(f"kernellab.ops.{mod}")
+
+LADDER_FILE = "ladder.yaml"
+STEP_TEXTS = ("idea", "prediction", "expect_speedup", "expect_pct_of_peak")
+
+
+def ladder_texts(folder: Path) -> dict[tuple[str, str], dict]:
+    """(ladder, step) -> {order, idea, prediction, expect_speedup, expect_pct_of_peak} from the
+    folder's ladder.yaml: ``{ladder: [{step, idea, prediction, expect_speedup: [lo, hi], ...}]}``,
+    steps in ladder order."""
+    import yaml
+
+    path = folder / LADDER_FILE
+    if not path.exists():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise FamilyError(f"{path}: expected a mapping of ladder name -> list of steps")
+    out = {}
+    for ladder, steps in data.items():
+        if not isinstance(steps, list):
+            raise FamilyError(f"{path}: ladder {ladder!r} must be a list of steps")
+        for order, entry in enumerate(steps, start=1):
+            unknown = set(entry) - {"step", *STEP_TEXTS}
+            if "step" not in entry or unknown:
+                raise FamilyError(f"{path}: ladder {ladder!r}, entry {order}: needs 'step'"
+                                  + (f"; unknown keys {sorted(unknown)}" if unknown else ""))
+            texts = {k: entry.get(k, "") for k in ("idea", "prediction")}
+            for k in ("expect_speedup", "expect_pct_of_peak"):
+                v = entry.get(k)
+                if v is not None and (not isinstance(v, list) or len(v) != 2):
+                    raise FamilyError(f"{path}: {ladder}/{entry['step']}: {k} must be [low, high]")
+                texts[k] = tuple(float(x) for x in v) if v is not None else None
+            out[(str(ladder), str(entry["step"]))] = {"order": order, **texts}
+    return out
+
+
+def attach_ladder_texts(fam: Family, folder: Path) -> None:
+    """Give each ladder step its order and texts from the folder's ladder.yaml; a step without an
+    entry, or an entry without a step, is an error naming the file."""
+    import dataclasses
+
+    texts = ladder_texts(folder)
+    steps = {(i.ladder_name, i.step): key for key, i in fam.impls.items() if i.step}
+    path = folder / LADDER_FILE
+    missing = sorted(set(steps) - set(texts))
+    if missing:
+        raise FamilyError(f"{path}: no entry for step(s) {', '.join(f'{lad}/{st}' for lad, st in missing)}")
+    orphans = sorted(set(texts) - set(steps))
+    if orphans:
+        raise FamilyError(f"{path}: step(s) {', '.join(f'{lad}/{st}' for lad, st in orphans)} are not "
+                          f"registered by the family")
+    for ident, key in steps.items():
+        fam.impls[key] = dataclasses.replace(fam.impls[key], **texts[ident])
+
+
+def load_errors() -> dict[str, str]:
+    """Family folder name -> why it could not be loaded."""
+    return dict(_ERRORS)
 
 
 def families() -> dict[str, Family]:
-    _load()
+    if not _DIRS:
+        load()
     return dict(_FAMILIES)
 
 
 def family(name: str) -> Family:
     fams = families()
     if name not in fams:
+        if name in _ERRORS:
+            raise KeyError(f"kernel {name!r} could not be loaded: {_ERRORS[name]}")
         raise KeyError(f"unknown kernel {name!r}; known kernels: {', '.join(sorted(fams))}")
     return fams[name]
+
+
+def module(name: str):
+    """The family's package (its Triton kernels, launchers and helpers)."""
+    family(name)
+    return importlib.import_module(f"kernellab.families.{name}")
 
 
 def impl(kernel: str, key: str) -> Impl:

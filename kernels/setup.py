@@ -1,9 +1,12 @@
 """Build the kernellab CUDA extension: one shared library, ``kernellab_cuda``.
 
-    python kernels/setup.py build_ext --build-lib <dir> --build-temp <dir>
+    python kernels/setup.py [--sources sources.json] build_ext --build-lib <dir> --build-temp <dir>
 
-Sources: every ``cuda/*.cu`` file (plain CUDA, no torch headers) plus ``cuda/bindings.cpp``
-(the torch op registrations). The library has no Python module in it; load it with
+Sources: every family folder's ``.cu`` files (plain CUDA, no torch headers) and its
+``binding.cpp`` (the family's torch ops, a ``TORCH_LIBRARY_FRAGMENT``), found in the folders
+of ``kernels/`` (``kernellab.cuda_build.family_sources``), or the list that the build rule wrote
+to ``sources.json`` (other kernel directories; families whose sources did not compile left
+out). Nothing here lists a family. The library has no Python module in it; load it with
 ``torch.ops.load_library(path)`` and call ``torch.ops.kernellab.<op>``.
 
 nvcc flags: ``-O3 -lineinfo -Xptxas -v`` (registers, spills and shared memory of every kernel
@@ -15,12 +18,14 @@ standard of bindings.cpp is left to torch, whose headers may need a newer one.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CUDA_DIR = HERE / "cuda"
+COMMON_DIR = HERE / "common"
 NAME = "kernellab_cuda"
 DEFAULT_ARCH = "9.0"
 
@@ -56,14 +61,33 @@ def gencode_flags(arch_list: str | None = None) -> list[str]:
     return flags
 
 
-def sources() -> list[str]:
-    """The .cu files and bindings.cpp, relative to the working directory when below it."""
-    files = sorted(CUDA_DIR.glob("*.cu")) + [CUDA_DIR / "bindings.cpp"]
+def discover() -> tuple[list[Path], list[Path]]:
+    """Sources and include folders of every family under kernels/."""
+    sys.path.insert(0, str(HERE.parent))
+    from kernellab.cuda_build import family_sources, include_dirs
+
+    fams = family_sources()
+    files = [f for fam in fams.values() for f in fam["cu"] + fam["bindings"]]
+    return files, [d for fam in fams.values() for f in fam["cu"] for d in include_dirs(f)]
+
+
+def take_manifest(argv: list[str]) -> tuple[list[Path], list[Path]] | None:
+    """``--sources FILE`` (removed from argv): the sources and include folders listed in FILE."""
+    if "--sources" not in argv:
+        return None
+    i = argv.index("--sources")
+    data = json.loads(Path(argv[i + 1]).read_text())
+    del argv[i:i + 2]
+    return [Path(f) for f in data["sources"]], [Path(d) for d in data["include_dirs"]]
+
+
+def relative(files: list[Path]) -> list[str]:
+    """Paths relative to the working directory when below it (shorter object names)."""
     cwd = Path.cwd().resolve()
     out = []
     for f in files:
         try:
-            out.append(str(f.relative_to(cwd)))
+            out.append(str(f.resolve().relative_to(cwd)))
         except ValueError:
             out.append(str(f))
     return out
@@ -73,10 +97,11 @@ def main() -> None:
     from setuptools import setup
     from torch.utils.cpp_extension import BuildExtension, CUDAExtension
 
+    files, includes = take_manifest(sys.argv) or discover()
     ext = CUDAExtension(
         name=NAME,
-        sources=sources(),
-        include_dirs=[str(CUDA_DIR)],
+        sources=relative(files),
+        include_dirs=list(dict.fromkeys([str(COMMON_DIR), *map(str, includes)])),
         extra_compile_args={"cxx": CXX_FLAGS, "nvcc": NVCC_FLAGS + gencode_flags()},
     )
     setup(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from kernellab.io import read_text
 from kernellab.report import fmt, plots
 from kernellab.report.fmt import gh_anchor, html_id
 from kernellab.report.ladder import LadderView, analyse_all
@@ -799,9 +800,7 @@ def ptx_views(res: Results, kernel: str) -> list[PtxView]:
             if p is None:
                 missing.append(f"{kind}: {rel} (not found inside the results directory)")
                 continue
-            with p.open("rb") as f:
-                raw = f.read(PTX_MAX_BYTES)
-            lines, counts = excerpt_lines(raw.decode("utf-8", errors="replace"))
+            lines, counts = excerpt_lines(read_text(p, PTX_MAX_BYTES))
             c = ", ".join(f"{k} ×{v}" for k, v in sorted(counts.items())) or "no highlighted instructions"
             excerpts.append(Excerpt(kind=kind, path=rel, lines=lines, counts=c))
         for kind, rel in sorted(e["files"].items()):

@@ -21,5 +21,7 @@ rule build_cuda:
         ),
     log:
         stage("logs/build_cuda.log"),
+    params:
+        kernel_dirs=config["kernel_dirs"],
     script:
         "../scripts/build_cuda.py"

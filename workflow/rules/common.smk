@@ -25,9 +25,14 @@ from kernellab import registry  # noqa: E402
 from kernellab.errors import ConfigError  # noqa: E402
 from kernellab.survey import hardware_slug  # noqa: E402
 
+# the kernel folders as absolute paths, so every job imports the same families
+config["kernel_dirs"] = [str(d) for d in registry.kernel_dirs(config["kernel_dirs"], os.getcwd())]
 try:
+    for _name, _why in registry.load(config["kernel_dirs"]).items():
+        logger.warning(f"kernel family {_name!r} skipped: {_why}")
+        config["kernels"].pop(_name, None)
     kl_config.check(config)
-except ConfigError as exc:
+except (ConfigError, registry.FamilyError) as exc:
     raise WorkflowError(f"Invalid configuration: {exc}") from None
 
 SET = hardware_slug() + (f"-{config['label']}" if config["label"] else "")
@@ -52,10 +57,29 @@ OTHER_SETS = sorted(
     for p in Path(config["results"]).glob("*")
     if p.is_dir() and p.name != SET and (p / "summary.csv").exists()
 )
+FAMILY_DIRS = {k: registry.family(k).folder for k in KERNELS}
+
+
+def folder_files(folder):
+    return sorted(
+        str(p)
+        for p in Path(folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+
+
+# what the extension is built from: every family's folder, the shared headers, setup.py
 CUDA_SOURCES = sorted(
-    str(p)
-    for p in (ROOT / "kernels").rglob("*")
-    if p.suffix in (".cu", ".cuh", ".h", ".cpp", ".py")
+    {
+        f
+        for d in registry.family_folders(
+            [Path(d) for d in config["kernel_dirs"]]
+        ).values()
+        for f in folder_files(d)
+        if Path(f).suffix in (".cu", ".cuh", ".h", ".cpp")
+    }
+    | set(folder_files(ROOT / "kernels" / "common"))
+    | {str(ROOT / "kernels" / "setup.py")}
 )
 
 
@@ -67,24 +91,30 @@ CORE_CODE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernellab").glob("
 
 
 def kernel_code(wildcards):
-    """The kernel's own module and the harness: a change to either reruns the kernel's jobs."""
-    return [
-        f"kernellab/ops/{wildcards.kernel}.py",
-        "kernellab/ops/_common.py",
-    ] + CORE_CODE
+    """Everything in the kernel's folder and the harness: a change to either reruns its jobs."""
+    return folder_files(FAMILY_DIRS[wildcards.kernel]) + CORE_CODE
 
 
-# every family's module and the harness: the inputs of the rules that run all families in one job
-ALL_KERNEL_CODE = (
-    [f"kernellab/ops/{k}.py" for k in KERNELS]
-    + ["kernellab/ops/_common.py"]
-    + CORE_CODE
+# every family's folder and the harness: the inputs of the rules that run all families in one job
+ALL_KERNEL_CODE = sorted(
+    {f for k in KERNELS for f in folder_files(FAMILY_DIRS[k])} | set(CORE_CODE)
 )
 
+# the config sections each kind of job reads besides its kernels' own: passed to the job as its
+# params (and only these), so a change to any of them reruns it and nothing else can leak in
+RUN_KEYS = ("kernel_dirs", "target", "isolate", "timing", "autotune", "check", "bench")
 
-def kernel_config(wildcards):
-    """The kernel's config section: a change reruns its jobs (Snakemake's params trigger)."""
-    return config["kernels"][wildcards.kernel]
+
+def job_config(kernels, extra=()):
+    return {
+        "kernels": {k: config["kernels"][k] for k in kernels},
+        **{k: config[k] for k in RUN_KEYS + tuple(extra)},
+    }
+
+
+def kernel_job_config(*extra):
+    """params of a one-kernel job: its config section and the run's settings."""
+    return lambda wildcards: job_config([wildcards.kernel], extra)
 
 
 def stage(path):

@@ -21,8 +21,7 @@ rule profile:
         gpu=1,
     params:
         kernels=KERNELS,
-        config=config["kernels"],
-        timing=config["timing"],
+        config=job_config(KERNELS),
     script:
         "../scripts/profile.py"
 
@@ -36,7 +35,7 @@ rule ptx:
         stage("logs/ptx.log"),
     params:
         kernels=KERNELS,
-        config=config["kernels"],
+        config=job_config(KERNELS, ["ptx"]),
     script:
         "../scripts/ptx.py"
 
@@ -53,7 +52,6 @@ rule ncu:
     resources:
         gpu=1,
     params:
-        kernel=kernel_config,
-        timing=config["timing"],
+        config=kernel_job_config("ncu"),
     script:
         "../scripts/ncu.py"

@@ -23,7 +23,6 @@ rule measure:
     resources:
         gpu=1,
     params:
-        kernel=kernel_config,
-        timing=config["timing"],
+        config=kernel_job_config(),
     script:
         "../scripts/measure.py"

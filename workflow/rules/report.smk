@@ -15,6 +15,9 @@ rule aggregate:
         environment=stage("environment.json"),
     log:
         stage("logs/aggregate.log"),
+    params:
+        # the whole config: its hash names the run in environment.json
+        config=config,
     script:
         "../scripts/aggregate.py"
 

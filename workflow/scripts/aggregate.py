@@ -4,7 +4,7 @@ from kernellab import pipeline
 
 with pipeline.logged(snakemake.log[0]):
     pipeline.aggregate(
-        snakemake.config,
+        snakemake.params.config,
         stage=None,
         survey_json=snakemake.input.survey,
         bench_csvs=list(snakemake.input.bench),

@@ -2,7 +2,7 @@ from kernellab import pipeline
 
 with pipeline.logged(snakemake.log[0]):
     pipeline.measure(
-        snakemake.config,
+        snakemake.params.config,
         snakemake.wildcards.kernel,
         snakemake.input.build,
         snakemake.output.check,

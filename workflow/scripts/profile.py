@@ -2,7 +2,7 @@ from kernellab import pipeline
 
 with pipeline.logged(snakemake.log[0]):
     pipeline.profile(
-        snakemake.config,
+        snakemake.params.config,
         snakemake.params.kernels,
         snakemake.input.build,
         snakemake.output.csv,

@@ -1,0 +1,141 @@
+"""What a kernel family's folder builds on: inputs, byte counts, adapters for torch,
+torch.compile and CUDA implementations, and the row-kernel autotune helpers.
+
+A family's ``__init__.py`` imports from here and from ``kernellab.registry``
+(``Family``, ``Impl``, ``register_family``) and ``kernellab.triton_utils``."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Callable
+
+from kernellab import cuda_ext
+from kernellab.runtime import element_size, torch_dtype
+
+
+def numel(shape) -> int:
+    return int(math.prod(shape))
+
+
+def randn(shape, dtype: str, device: str, seed: int, scale: float = 1.0, offset: float = 0.0):
+    """Standard-normal data from a seeded generator on the target device, drawn in fp32
+    then cast (drawing 2^28 numbers on the host and copying them over took seconds)."""
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(int(seed))
+    x = torch.randn(tuple(shape), generator=gen, dtype=torch.float32, device=device) * scale + offset
+    return x.to(dtype=torch_dtype(dtype))
+
+
+def elementwise_bytes(n_in: int, n_out: int = 1) -> Callable:
+    """Bytes of an elementwise op: each input read once, the output written once."""
+
+    def count(shape, dtype, **_):
+        return (n_in + n_out) * numel(shape) * element_size(dtype)
+
+    return count
+
+
+def returns_new(fn: Callable) -> Callable:
+    """Adapt ``fn(*inputs)`` (a chain of PyTorch ops) to the ``(out, *inputs)`` convention."""
+
+    def run(out, *inputs, **params):
+        return fn(*inputs, **params)
+
+    run.__name__ = getattr(fn, "__name__", "run")
+    return run
+
+
+def compiled(fn: Callable, **compile_kwargs) -> Callable:
+    """``torch.compile(fn, dynamic=False)``, built on first call so that importing stays cheap.
+
+    Static shapes: each shape is compiled for itself, as in a model whose shapes are fixed.
+    With the default (automatic dynamic shapes) the worker's second shape would make Dynamo
+    recompile one shape-generic graph for all the rest, and Inductor's generic kernels for
+    it loop where a static one holds the row on chip: at 4096 x 32768 its layer norm took
+    2.5x (fp32) and 3.9x (bf16) the static kernel's time on the H200, a number about dynamic
+    shapes rather than about what torch.compile makes of a fixed model."""
+    holder: dict = {}
+
+    def run(out, *inputs, **params):
+        if "fn" not in holder:
+            import torch
+
+            # one worker sees every shape and dtype of its family: allow the recompiles,
+            # and never fall back to eager silently (that would time PyTorch, not Inductor)
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+            torch._dynamo.config.fail_on_recompile_limit_hit = True
+            holder["fn"] = torch.compile(fn, **{"dynamic": False, **compile_kwargs})
+        return holder["fn"](*inputs, **params)
+
+    return run
+
+
+def cuda_op(name: str, variant: str, family: str | None = None) -> Callable:
+    """Call ``torch.ops.kernellab.<name>(*inputs, out, *extra, variant)``, an op that ``family``'s
+    binding.cpp defines (default: the family whose folder calls this)."""
+    if family is None:  # kernellab.families.<family>[.module]: the calling folder's family
+        family = sys._getframe(1).f_globals.get("__name__", "").split(".")[2:3] or [name]
+        family = family[0]
+
+    def run(out, *inputs, **params):
+        getattr(cuda_ext.ops(family), name)(*inputs, out, *params.values(), variant)
+        return out
+
+    return run
+
+
+# Row kernels (softmax, layer norm, RMSNorm) hold a row in registers in one pass, or loop
+# over it in chunks (a streaming path, named by a constexpr flag: LOOPED, ONLINE). Rows up
+# to REGISTER_ROW_COLS (padded) columns always take one pass; up to ONE_PASS_MAX_COLS the
+# autotuner also times one pass with one row per 16 or 32 warps (32 to 64 values per
+# thread) against the loop, whose second read of a 128 KiB row is not always an L2 hit
+# when every SM holds several such rows; wider rows loop.
+REGISTER_ROW_COLS = 8192
+ONE_PASS_MAX_COLS = 32768
+
+
+def row_tile_configs(flag: str):
+    """Autotune configs of a row kernel whose streaming path is selected by the constexpr
+    ``flag``. TILE: elements per program (one pass: rows = TILE // BLOCK_COLS, at least
+    one) or the chunk (looped), x warps. ``prune_row_tile_configs`` keeps the ones that
+    fit a row length; the interpreter runs the first of those."""
+    import triton
+
+    tiles = [(tile, warps) for tile in (2048, 4096, 8192, 1024) for warps in (4, 8, 16)]
+    return ([triton.Config({"TILE": tile, flag: False}, num_warps=warps) for tile, warps in tiles]
+            + [triton.Config({"TILE": 1, flag: False}, num_warps=warps) for warps in (16, 32)]
+            + [triton.Config({"TILE": tile, flag: True}, num_warps=warps) for tile, warps in tiles])
+
+
+def prune_row_tile_configs(configs, named_args, **kwargs):
+    """The configs that fit rows of BLOCK_COLS (padded) columns: one pass only up to
+    REGISTER_ROW_COLS (one config per rows-per-program and warp count), one pass with
+    one row per program or the loop up to ONE_PASS_MAX_COLS, the loop beyond."""
+    block_cols = kwargs["BLOCK_COLS"]
+    flag = next(k for k in configs[0].kwargs if k != "TILE")
+    if block_cols > ONE_PASS_MAX_COLS:
+        return [c for c in configs if c.kwargs[flag]]
+    if block_cols > REGISTER_ROW_COLS:
+        return [c for c in configs if c.kwargs[flag] or c.kwargs["TILE"] == 1]
+    seen, kept = set(), []
+    for cfg in configs:
+        key = (rows_per_program(cfg.kwargs["TILE"], block_cols), cfg.num_warps)
+        if not cfg.kwargs[flag] and key not in seen:
+            seen.add(key)
+            kept.append(cfg)
+    return kept
+
+
+def rows_per_program(tile: int, block_cols: int) -> int:
+    """Rows of BLOCK_COLS columns that a one-pass program of TILE elements holds."""
+    return max(tile // block_cols, 1)
+
+
+def row_grid(rows: int, block_cols: int, flag: str):
+    """The launch grid of a row kernel for the config's meta-parameters: one program per
+    row when looping, else one per ``rows_per_program`` rows."""
+    import triton
+
+    return lambda meta: (rows if meta[flag] else triton.cdiv(rows, rows_per_program(meta["TILE"], block_cols)),)

@@ -1,1 +1,0 @@
-"""Kernel families, one module each. Every module registers its family on import."""

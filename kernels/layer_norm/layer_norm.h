@@ -1,0 +1,16 @@
+// The layer_norm family's launcher and variant names: the interface between its plain-CUDA
+// source and its binding (binding.cpp beside it).
+#pragma once
+
+#include "kernellab.h"
+
+namespace kl {
+
+enum LayerNormVariant : int { kLayerNormBlock = 0 };
+inline constexpr const char* kLayerNormVariants[] = {"block"};
+
+// out = (x - mean) / sqrt(var + eps) * w + b, per row of (rows, cols); w, b have cols elements.
+int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
+                      float eps, DType dtype, int variant, cudaStream_t stream);
+
+}  // namespace kl

@@ -1,0 +1,29 @@
+// The rms_norm family's torch ops: checks, device guard, current stream, then the plain-CUDA
+// launcher of rms_norm.h.
+#include "binding.h"
+#include "rms_norm.h"
+
+namespace {
+
+using namespace kl::binding;
+
+void rms_norm(const at::Tensor& x, const at::Tensor& w, at::Tensor& out, double eps, c10::string_view variant) {
+  const char* op = "rms_norm";
+  check_args(op, {{"x", x}, {"w", w}, {"out", out}}, kFloatTypes, true, false);
+  check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
+  const int v = variant_index(op, variant, kl::kRmsNormVariants);
+  int64_t rows = 0, cols = 0;
+  rows_cols(op, x, rows, cols);
+  TORCH_CHECK(w.dim() == 1 && w.size(0) == cols, "kernellab.", op, ": w must have shape (", std::to_string(cols), ",), got ",
+              dims(w.sizes()));
+  const c10::cuda::CUDAGuard guard(x.device());
+  check_status(op, variant,
+               kl::rms_norm_launch(x.data_ptr(), w.data_ptr(), out.data_ptr(), rows, cols, static_cast<float>(eps),
+                                   dtype_tag(x), v, stream_of(x)));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(kernellab, m) { m.def("rms_norm(Tensor x, Tensor w, Tensor(a!) out, float eps, str variant) -> ()"); }
+
+TORCH_LIBRARY_IMPL(kernellab, CUDA, m) { m.impl("rms_norm", &rms_norm); }

@@ -1,0 +1,232 @@
+"""Softmax over the last dimension of a 2-D (rows, cols) tensor.
+
+Memory-bound: one read and one write per element (bytes = 2 * rows * cols * element
+size), about 5 FLOPs per element (max, subtract, exp, sum, scale). At 4096 x 8192 fp32
+(the profile shape) that is 256 MiB moved, about 64 us at 4.2 TB/s; at 4096 x 32768
+fp32, 1 GiB, about 0.26 ms. One exp per element at the copy bandwidth uses an eighth
+(fp32) to a quarter (bf16) of the special-function units' rate (16/clk/SM, about 4e12/s
+on the H200): the FLOPs stay noise as long as a kernel computes each exp once or twice.
+
+The Triton ladder (ladder ``softmax``): the naive PyTorch chain (five kernels), one
+program per row holding the row in registers (``fused_row``), the online softmax that
+streams long rows in chunks (``online``), and an autotuned launcher that picks one-pass
+or online by the row length and packs several short rows into one program
+(``autotuned``); the three Triton steps share one kernel (constexpr ONLINE picks the
+path). Ladder numbers are given at 4096 x 8192 fp32, the profile shape.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernellab.kit import (
+    compiled,
+    cuda_op,
+    numel,
+    prune_row_tile_configs,
+    randn,
+    returns_new,
+    row_grid,
+    row_tile_configs,
+)
+from kernellab.registry import Family, Impl, register_family
+from kernellab.runtime import element_size
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
+
+ONLINE_CHUNK = 4096  # chunk of the (untuned) online step
+
+
+def reference(x):
+    """Float64 reference, shared by tests and benchmarks."""
+    return torch.softmax(x, dim=-1)
+
+
+def softmax_naive(x):
+    """Max, subtract, exp, sum, divide as separate ops: five kernels, 5 reads and 3 writes."""
+    m = x.max(dim=-1, keepdim=True).values
+    e = torch.exp(x - m)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_fused(out, x):
+    return torch.softmax(x, dim=-1)
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
+                   BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, ONLINE: tl.constexpr):
+    """Softmax of rows of n_cols <= BLOCK_COLS = next_power_of_2(n_cols) elements.
+
+    ONLINE = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers;
+    one read and one write per element.
+    ONLINE = True: one row per program streamed in chunks of min(TILE, BLOCK_COLS): pass 1
+    keeps a running max and a rescaled running sum per lane, pass 2 re-reads the row (from
+    L1/L2 for rows of a few hundred KB) and writes exp(x - max) / sum. Registers no longer
+    grow with the row length.
+    """
+    pid = tl.program_id(0).to(tl.int64)
+    if ONLINE:
+        CHUNK: tl.constexpr = min(TILE, BLOCK_COLS)
+        x_row = x_ptr + pid * stride_x
+        o_row = out_ptr + pid * stride_out
+        offs = tl.arange(0, CHUNK)
+        # a finite start: exp(m_old - m_new) stays defined for lanes that see only padding
+        m_vec = tl.full([CHUNK], -1.0e30, tl.float32)
+        s_vec = tl.zeros([CHUNK], dtype=tl.float32)
+        for start in range(0, n_cols, CHUNK):
+            cols = start + offs
+            x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+            m_new = tl.maximum(m_vec, x)
+            s_vec = s_vec * tl.exp(m_vec - m_new) + tl.exp(x - m_new)
+            m_vec = m_new
+        m = tl.max(m_vec, axis=0)
+        inv = 1.0 / tl.sum(s_vec * tl.exp(m_vec - m), axis=0)
+        for start in range(0, n_cols, CHUNK):
+            cols = start + offs
+            mask = cols < n_cols
+            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+            y = tl.exp(x - m) * inv
+            tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    else:
+        ROWS: tl.constexpr = max(TILE // BLOCK_COLS, 1)
+        rows = pid * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_COLS)
+        row_ok = rows < n_rows
+        mask = row_ok[:, None] & (cols[None, :] < n_cols)
+        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask,
+                    other=-float("inf")).to(tl.float32)
+        m = tl.max(x, axis=1)
+        m = tl.where(row_ok, m, 0.0)  # rows past the end (stores masked): keep the arithmetic finite
+        e = tl.exp(x - m[:, None])
+        inv = 1.0 / tl.where(row_ok, tl.sum(e, axis=1), 1.0)
+        y = e * inv[:, None]
+        tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], y.to(out_ptr.dtype.element_ty),
+                 mask=mask)
+
+
+softmax_tuned = autotune(
+    configs=row_tile_configs("ONLINE"), key=["n_rows", "n_cols"],
+    prune_configs_by={"early_config_prune": prune_row_tile_configs},
+)(softmax_kernel)
+
+
+def row_warps(block: int) -> int:
+    """Warps for one row of ``block`` elements held in registers: 8 to 16 fp32 per thread."""
+    return 4 if block <= 1024 else 8 if block <= 4096 else 16
+
+
+def _rows_cols(out, x):
+    if x.dim() != 2:
+        raise ValueError(f"softmax takes a 2-D (rows, cols) tensor, got shape {tuple(x.shape)}")
+    if x.stride(-1) != 1 or out.stride(-1) != 1:
+        raise ValueError("softmax: the last dimension of input and output must be contiguous")
+    return x.shape
+
+
+def softmax_fused_row(out, x):
+    """Step fused_row: one program per row, BLOCK = next_power_of_2(cols), whole row on chip."""
+    rows, cols = _rows_cols(out, x)
+    block = triton.next_power_of_2(cols)
+    launch(softmax_kernel, (rows,), x, out, rows, cols, x.stride(0), out.stride(0),
+           BLOCK_COLS=block, TILE=block, ONLINE=False, num_warps=row_warps(block))
+    return out
+
+
+def softmax_online(out, x):
+    """Step online: one program per row streaming it in chunks of ONLINE_CHUNK."""
+    rows, cols = _rows_cols(out, x)
+    block = triton.next_power_of_2(cols)
+    launch(softmax_kernel, (rows,), x, out, rows, cols, x.stride(0), out.stride(0),
+           BLOCK_COLS=block, TILE=ONLINE_CHUNK, ONLINE=True, num_warps=row_warps(min(block, ONLINE_CHUNK)))
+    return out
+
+
+def softmax_autotuned(out, x):
+    """Step autotuned: the config picks one pass, with several short rows per program, or
+    the online path: one pass up to 8192 columns, the faster of the two up to 32768, online
+    beyond (``_common.prune_row_tile_configs``); TILE and warps autotuned too."""
+    rows, cols = _rows_cols(out, x)
+    block = triton.next_power_of_2(cols)
+    launch(softmax_tuned, row_grid(rows, block, "ONLINE"), x, out, rows, cols, x.stride(0), out.stride(0),
+           BLOCK_COLS=block)
+    return out
+
+
+DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
+
+
+def _spec(kernel, dtype, block_cols, tile, online, warps, label):
+    ty = triton_type(dtype)
+    sig = {"x_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32", "n_cols": "i32", "stride_x": "i32",
+           "stride_out": "i32"}
+    return CompileSpec(kernel, sig, {"BLOCK_COLS": block_cols, "TILE": tile, "ONLINE": online},
+                       num_warps=warps, label=label, divisible=DIVISIBLE)
+
+
+# Specs at the profile shape's width (8192 columns) as each step launches it, plus the
+# autotuned step's short-row and long-row paths.
+def fused_row_specs(dtype: str):
+    return [_spec(softmax_kernel, dtype, 8192, 8192, False, row_warps(8192),
+                  "cols=8192: one row per program, num_warps=16")]
+
+
+def online_specs(dtype: str):
+    return [_spec(softmax_kernel, dtype, 8192, ONLINE_CHUNK, True, row_warps(ONLINE_CHUNK),
+                  f"cols=8192: online, chunk {ONLINE_CHUNK}, num_warps=8")]
+
+
+def autotuned_specs(dtype: str):
+    return [
+        _spec(softmax_tuned, dtype, 8192, 8192, False, 16, "cols=8192: TILE=8192 (one row), num_warps=16"),
+        _spec(softmax_tuned, dtype, 256, 4096, False, 4,
+              "cols=256: TILE=4096 (16 rows per program), num_warps=4"),
+        _spec(softmax_tuned, dtype, 32768, 8192, True, 16, "cols=32768: online, chunk 8192, num_warps=16"),
+    ]
+
+
+def make_inputs(shape, dtype, device, seed):
+    return (randn(shape, dtype, device, seed, scale=3.0),)
+
+
+def out_like(x):
+    return torch.empty_like(x)
+
+
+FAMILY = register_family(
+    Family(
+        name="softmax",
+        title="Softmax over the last dimension",
+        bound="memory",
+        dtypes=("fp32", "bf16"),
+        make_inputs=make_inputs,
+        reference=reference,
+        bytes_moved=lambda shape, dtype, **_: 2 * numel(shape) * element_size(dtype),
+        flops=lambda shape, dtype, **_: 5 * numel(shape),
+        out_like=out_like,
+        shape_rank=(2,),
+        description="Row softmax: reductions inside a row, the online-softmax trick for long rows.",
+    )
+)
+
+FAMILY.add(Impl("softmax", "torch_fused", "torch", softmax_fused))
+FAMILY.add(Impl("softmax", "compiled", "compile", compiled(softmax_naive)))
+FAMILY.add(Impl("softmax", "cuda", "cuda", cuda_op("softmax", "block"), cuda_kernels=("softmax_block",)))
+
+# The Triton ladder; its first step is the naive PyTorch chain.
+FAMILY.add(Impl(
+    "softmax", "torch_naive", "torch", returns_new(softmax_naive), step="naive", ladder="softmax",
+))
+FAMILY.add(Impl(
+    "softmax", "triton", "triton", softmax_fused_row, step="fused_row", ladder="softmax",
+    triton_kernels=(), compile_specs=fused_row_specs,
+))
+FAMILY.add(Impl(
+    "softmax", "triton", "triton", softmax_online, step="online", ladder="softmax",
+    triton_kernels=(), compile_specs=online_specs,
+))
+FAMILY.add(Impl(
+    "softmax", "triton", "triton", softmax_autotuned, step="autotuned", ladder="softmax",
+    triton_kernels=(softmax_tuned,), compile_specs=autotuned_specs,
+))
