@@ -52,6 +52,8 @@ def target_of(config: dict) -> str:
 
 def families(config: dict) -> dict:
     """The registry's families, loaded from the config's kernel folders (once per process)."""
+    from kernellab import registry
+
 
     registry.load(config.get("kernel_dirs"))
     return registry.families()

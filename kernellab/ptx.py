@@ -16,7 +16,6 @@ from pathlib import Path
 from kernellab.io import write_bytes, write_text
 from kernellab.registry import Family, Impl
 
-
 # (label, regex) scanned in PTX and SASS text
 PATTERNS = [
     ("16-byte global loads", r"ld\.global(\.nc)?(\.L1::\w+)?(\.L2::\w+)?\.v4\.(b32|f32|u32)|LDG\.E\.128"),

@@ -119,7 +119,7 @@ def test_measure_tunes_triton_in_the_same_worker_and_reports_a_crash_while_tunin
     """Autotuned Triton implementations are tuned first (the interpreter times each config
     on the smallest shape), then checked; a worker that dies while tuning leaves an error
     row in the autotune table and in the checks."""
-    from kernellab.ops import vector_add
+    vector_add = registry.module("vector_add")
 
     crash = family.add(Impl("vector_add", "triton", "triton", _crashes, step="crash_tuning", ladder="broken",
                             triton_kernels=(vector_add.add_kernel,))).key
@@ -154,7 +154,7 @@ def test_compare_reports_shape_mismatch_and_tolerance():
 def test_gelu_error_is_relative_to_the_input_where_the_output_cancels():
     """gelu(-2.6) = -0.0117: the bf16 chain's error (about a bf16 step of x) passes against a
     quarter of |x|; a wrong sign, or a result off by far more than that step, still fails."""
-    from kernellab.ops import gelu
+    gelu = registry.module("gelu")
 
     x = torch.tensor([-2.6], dtype=torch.bfloat16)
     x64 = x.double()
@@ -236,7 +236,7 @@ def test_check_only_shapes_run_untuned(monkeypatch):
 
 
 def test_first_config_is_the_first_the_prune_keeps():
-    from kernellab.ops import matmul
+    matmul = registry.module("matmul")
     from kernellab.triton_utils import first_config
 
     a = torch.randn(8, 8)

@@ -21,8 +21,9 @@ import triton
 
 from kernellab import registry, runtime
 from kernellab.errors import Unavailable
-from kernellab.ops import matmul as mm
 from kernellab.triton_utils import force_config
+
+mm = registry.module("matmul")
 
 MATMUL = registry.family("matmul")
 MATMUL_RELU = registry.family("matmul_relu")

@@ -27,8 +27,9 @@ import torch
 
 from kernellab import registry, runtime
 from kernellab.errors import Unavailable
-from kernellab.ops import dropout as dropout_mod
 from kernellab.triton_utils import force_config, is_autotuned
+
+dropout_mod = registry.module("dropout")
 
 NAMES = ("softmax", "layer_norm", "rms_norm", "dropout", "reduction", "row_sum")
 FAMS = {name: registry.family(name) for name in NAMES}
@@ -147,7 +148,7 @@ def test_every_autotune_config(name, key, kernel, dtype):
 def test_row_configs_pruned_by_row_length(flag):
     """Short rows: one pass only, one config per (rows per program, warps); up to 32768
     columns: one row per program in one pass, or the loop; wider: the loop only."""
-    from kernellab.ops._common import prune_row_tile_configs, row_tile_configs
+    from kernellab.kit import prune_row_tile_configs, row_tile_configs
 
     configs = row_tile_configs(flag)
 
@@ -563,7 +564,7 @@ def test_reduction_tolerance_grows_like_sqrt_n_and_still_catches_a_stuck_accumul
 def test_recording_captures_autotuned_launches_without_running():
     """Inside ``recording()`` an autotuned launch is recorded (its JIT function, the configs
     kept for the call, tensors as their dtype), and nothing runs."""
-    from kernellab.ops import layer_norm
+    layer_norm = registry.module("layer_norm")
     from kernellab.triton_utils import kept_configs, recording
 
     fam = FAMS["layer_norm"]
@@ -585,7 +586,7 @@ def test_precompile_leaves_nothing_for_the_tuner_to_compile():
     """After ``autotune.precompile`` the tuning call finds every kept config compiled."""
     from kernellab import autotune
     from kernellab.cases import Case
-    from kernellab.ops import layer_norm
+    layer_norm = registry.module("layer_norm")
 
     fam = FAMS["layer_norm"]
     fn = layer_norm.layer_norm_tuned.fn

@@ -113,40 +113,8 @@ FAMILY.add(Impl("gelu", "compiled", "compile", compiled(gelu_naive)))
 
 # The CUDA ladder. Each step is its own implementation; its idea and prediction are
 # printed in KERNEL_LOG.md beside the measured outcome.
-CUDA_STEPS = [
-    (
-        "course",
-        "The course's kernel: one element per thread, 1024 threads per block; its double "
-        "literals (0.5, 1.0, tanh of a double) promote the arithmetic to fp64.",
-        "Baseline. Two numbers at 2^28 fp32: 2 GiB over 4.2 TB/s is 0.51 ms; an fp64 tanh "
-        "is a software routine of roughly 30-40 fp64 operations, ~10 GFLOP over the H200's "
-        "~34 TFLOP/s of fp64 is ~0.3 ms, so memory still bounds it but the fp64 work eats "
-        "into the overlap: 40-90% of the copy bandwidth.",
-        None,
-        (40.0, 90.0),
-    ),
-    (
-        "vec4",
-        "fp32 arithmetic with float literals and tanhf, and 16-byte loads and stores "
-        "(float4, or 8 bf16 as one uint4): a quarter of the memory instructions.",
-        "Purely memory-bound: 85-95% of the copy bandwidth at 2^28, 1.0-2.0x the course "
-        "step; LDG.E.128 / STG.E.128 in SASS and no fp64 instructions.",
-        (1.0, 2.0),
-        (85.0, 95.0),
-    ),
-    (
-        "vec4_ilp",
-        "vec4 plus four 16-byte vectors in flight per thread (all loads issued before any "
-        "use), a grid of a few waves per SM, and cheaper transcendentals: for fp32, "
-        "x / (1 + exp(-2u)) with ex2.approx and a fast divide (~1e-6 relative error); for "
-        "bf16 the hardware tanh.approx.f32 (2^-11 relative error, far inside bf16's).",
-        "More bytes in flight per SM hides DRAM latency: 0-10% over vec4, 88-97% of the "
-        "copy bandwidth; ex2.approx (fp32) and tanh.approx.f32 (bf16) in PTX.",
-        (1.0, 1.1),
-        (88.0, 97.0),
-    ),
-]
-for order, (step, idea, prediction, speedup, pct) in enumerate(CUDA_STEPS, start=1):
+CUDA_STEPS = ("course", "vec4", "vec4_ilp")  # the ladder's order and texts: ladder.yaml
+for step in CUDA_STEPS:
     FAMILY.add(
         Impl("gelu", "cuda", "cuda", cuda_op("gelu", step), step=step, ladder="cuda_gelu",
              cuda_kernels=(f"gelu_{step}",))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import torch
 
-from kernellab.kit import compiled, returns_new
 from kernellab.families.matmul import (
     launch_matmul,
     make_compile_specs,
@@ -20,6 +19,7 @@ from kernellab.families.matmul import (
     matmul_kernel,
     out_like,
 )
+from kernellab.kit import compiled, returns_new
 from kernellab.registry import Family, Impl, register_family
 
 

@@ -152,48 +152,9 @@ FAMILY.add(Impl("reduction", "triton", "triton", sum_triton,
 FAMILY.add(Impl("reduction", "compiled", "compile", compiled(sum_naive)))
 
 # The CUDA ladder, at 2^28 fp32 (1 GiB, floor about 0.26 ms at 4.2 TB/s).
-CUDA_STEPS = [
-    (
-        "atomic",
-        "Every thread adds its element to one accumulator with atomicAdd: no on-chip reduction at "
-        "all. The accumulator is fp64 (then stored as the fp32 result): with an fp32 one, every add "
-        "rounds the running sum, and past 2^25 each 0.5-1.5 increment is under half an ulp, so the "
-        "sum stalls and fails the check at the large sizes.",
-        "Bound by same-address atomics, which serialize at the one L2 slice that owns the address: "
-        "about 0.5-5e9 per second, so 2^28 elements take 50-500 ms, 0.05-0.5% of the copy bandwidth "
-        "(an fp64 add at L2 costs about what an fp32 one does). Correct at every size: the fp64 "
-        "running sum rounds at 2^-53 relative.",
-        None, (0.05, 0.5),
-    ),
-    (
-        "smem_tree",
-        "Each block reduces its elements in shared memory (a tree halving the active threads, one "
-        "__syncthreads per level) and issues one atomicAdd per block.",
-        "Atomics drop by the block size (256-1024x), so the kernel becomes memory-bound but "
-        "latency-limited by the log2(block) barrier levels with most threads idle: 30-60% of copy "
-        "bandwidth, 100-1000x over atomic. Rounding now comes from the per-block atomics, about "
-        "1e-5 * sqrt(atomics / 2^20): with one block per 256 elements that is 1e-5 at 2^28, at the "
-        "fp32 tolerance; blocks that loop over more elements stay well below.",
-        (100.0, 1000.0), (30.0, 60.0),
-    ),
-    (
-        "warp_shuffle",
-        "The last five levels (and the per-warp partials) use __shfl_down_sync inside a warp: no "
-        "shared memory traffic or barriers below 32 threads.",
-        "Fewer barriers and shared-memory round trips per block: 1.2-1.8x over smem_tree, 60-80% of "
-        "copy bandwidth.",
-        (1.2, 1.8), (60.0, 80.0),
-    ),
-    (
-        "vec4",
-        "16-byte loads (float4, or 8 bf16 as one uint4) in a grid-stride loop with several loads in "
-        "flight per thread, then the warp-shuffle reduction and one atomic per block.",
-        "A quarter of the load instructions and enough bytes in flight to cover DRAM latency: "
-        "90-95% of copy bandwidth at 2^28, 1.15-1.5x over warp_shuffle; LDG.E.128 in SASS.",
-        (1.15, 1.5), (90.0, 95.0),
-    ),
-]
-for order, (step, idea, prediction, speedup, pct) in enumerate(CUDA_STEPS, start=1):
+CUDA_STEPS = ("atomic", "smem_tree", "warp_shuffle", "vec4")  # the ladder's order and texts: ladder.yaml
+for step in CUDA_STEPS:
     FAMILY.add(
-        Impl("reduction", "cuda", "cuda", cuda_op("reduce_sum", step), step=step, ladder="cuda_reduction", cuda_kernels=(f"reduce_sum_{step}",))
+        Impl("reduction", "cuda", "cuda", cuda_op("reduce_sum", step), step=step, ladder="cuda_reduction",
+             cuda_kernels=(f"reduce_sum_{step}",))
     )

@@ -1,0 +1,71 @@
+"""SiLU, out = x * sigmoid(x): an example of a user's own kernel family (README, "Add your own
+kernel"). Memory-bound: one read and one write per element, about 4 FLOPs.
+
+This folder is all of it: the definition and float64 reference, the PyTorch and Triton
+implementations, a CUDA ladder of two steps (silu.cu, its header and binding.cpp) and the
+ladder's texts (ladder.yaml). Point ``kernel_dirs`` at the folder above it to measure it.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernellab.kit import compiled, cuda_op, elementwise_bytes, numel, randn, returns_new
+from kernellab.registry import Family, Impl, register_family
+from kernellab.triton_utils import autotune, launch
+
+
+def reference(x):
+    return x * torch.sigmoid(x)
+
+
+def silu_naive(x):
+    return x * torch.sigmoid(x)
+
+
+def silu_fused(out, x):
+    return torch.nn.functional.silu(x)
+
+
+@autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in (1024, 4096) for w in (4, 8)], key=["n"])
+@triton.jit
+def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (x * tl.sigmoid(x)).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def silu_triton(out, x):
+    n = x.numel()
+    launch(silu_kernel, lambda meta: (triton.cdiv(n, meta["BLOCK"]),), x, out, n)
+    return out
+
+
+FAMILY = register_family(
+    Family(
+        name="silu",
+        title="SiLU (an example of your own kernel)",
+        bound="memory",
+        dtypes=("fp32", "bf16"),
+        make_inputs=lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed, scale=3.0),),
+        reference=reference,
+        bytes_moved=elementwise_bytes(1),
+        flops=lambda shape, dtype, **_: 4 * numel(shape),
+        out_like=lambda x: torch.empty_like(x),
+        description="x * sigmoid(x), the activation of SwiGLU.",
+    )
+)
+
+FAMILY.add(Impl("silu", "torch_naive", "torch", returns_new(silu_naive)))
+FAMILY.add(Impl("silu", "torch_fused", "torch", silu_fused))
+FAMILY.add(Impl("silu", "triton", "triton", silu_triton, triton_kernels=(silu_kernel,)))
+FAMILY.add(Impl("silu", "compiled", "compile", compiled(silu_naive)))
+# The CUDA ladder: each step is a variant of the `silu` op that binding.cpp defines; its idea and
+# prediction are in ladder.yaml.
+for step in ("scalar", "vec4"):
+    FAMILY.add(Impl("silu", "cuda", "cuda", cuda_op("silu", step), step=step, ladder="cuda_silu",
+                    cuda_kernels=(f"silu_{step}",)))
