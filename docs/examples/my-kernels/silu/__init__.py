@@ -14,7 +14,7 @@ import triton.language as tl
 
 from kernellab.kit import compiled, cuda_op, elementwise_bytes, numel, randn, returns_new
 from kernellab.registry import Family, Impl, register_family
-from kernellab.triton_utils import autotune, launch
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 
 def reference(x):
@@ -45,6 +45,13 @@ def silu_triton(out, x):
     return out
 
 
+def compile_specs(dtype: str):
+    """What the ptx rule cross-compiles for the report's PTX/SASS: one config of the kernel."""
+    ty = triton_type(dtype)
+    return [CompileSpec(silu_kernel, {"x_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n": "i32"}, {"BLOCK": 4096},
+                        num_warps=8, label="BLOCK=4096, num_warps=8")]
+
+
 FAMILY = register_family(
     Family(
         name="silu",
@@ -62,7 +69,7 @@ FAMILY = register_family(
 
 FAMILY.add(Impl("silu", "torch_naive", "torch", returns_new(silu_naive)))
 FAMILY.add(Impl("silu", "torch_fused", "torch", silu_fused))
-FAMILY.add(Impl("silu", "triton", "triton", silu_triton, triton_kernels=(silu_kernel,)))
+FAMILY.add(Impl("silu", "triton", "triton", silu_triton, triton_kernels=(silu_kernel,), compile_specs=compile_specs))
 FAMILY.add(Impl("silu", "compiled", "compile", compiled(silu_naive)))
 # The CUDA ladder: each step is a variant of the `silu` op that binding.cpp defines; its idea and
 # prediction are in ladder.yaml.

@@ -1,0 +1,149 @@
+"""A user's own kernel folder, outside the repository, measured exactly like ours: the README's
+"Add your own kernel" walk-through (docs/examples/my-kernels) run through the tiny CPU config,
+with two broken families beside it that must not take it down."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from kernellab import cuda_build, registry
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "docs" / "examples" / "my-kernels"
+TINY = {"dtypes": ["fp32", "bf16"], "shapes": [4099], "check_shapes": [1], "profile_shape": 4099,
+        "cpu_shapes": [4099], "cpu_check_shapes": [1], "cpu_profile_shape": 4099}
+
+# a family whose definition is incomplete: Family() without a reference
+NO_REFERENCE = '''
+from kernellab.registry import Family, register_family
+
+register_family(Family(name="broken", title="Broken", bound="memory", dtypes=("fp32",),
+                       make_inputs=lambda shape, dtype, device, seed: (), bytes_moved=len, flops=len))
+'''
+# a family whose CUDA source does not compile, with a torch implementation that works
+BAD_CUDA = '''
+import torch
+
+from kernellab.kit import cuda_op, elementwise_bytes, numel, randn
+from kernellab.registry import Family, Impl, register_family
+
+FAMILY = register_family(Family(
+    name="badcuda", title="A family with a CUDA typo", bound="memory", dtypes=("fp32",),
+    make_inputs=lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed),),
+    reference=lambda x: x * 2, bytes_moved=elementwise_bytes(1), flops=lambda shape, dtype, **_: numel(shape),
+    out_like=lambda x: torch.empty_like(x)))
+FAMILY.add(Impl("badcuda", "torch_fused", "torch", lambda out, x: torch.mul(x, 2, out=out)))
+FAMILY.add(Impl("badcuda", "cuda", "cuda", cuda_op("badcuda", "one"), cuda_kernels=("badcuda_one",)))
+'''
+
+
+def make_user_dir(tmp: Path) -> Path:
+    mine = tmp / "my-kernels"
+    shutil.copytree(EXAMPLE, mine, ignore=shutil.ignore_patterns("__pycache__"))
+    (mine / "broken").mkdir()
+    (mine / "broken" / "__init__.py").write_text(NO_REFERENCE)
+    (mine / "badcuda").mkdir()
+    (mine / "badcuda" / "__init__.py").write_text(BAD_CUDA)
+    (mine / "badcuda" / "badcuda.cu").write_text('#include "common.cuh"\n__global__ void badcuda_one(float* x) '
+                                                 '{ x[0] = undeclared_name; }\n')
+    return mine
+
+
+def test_the_loader_names_each_broken_folder_and_keeps_the_rest(tmp_path):
+    """In a fresh process (the registry loads once per process), as a job would."""
+    mine = make_user_dir(tmp_path)
+    code = ("import json; from kernellab import registry; "
+            f"errors = registry.load(['kernels', {str(mine)!r}]); "
+            "print(json.dumps({'errors': errors, 'families': sorted(registry.families())}))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(got["errors"]) == {"broken"}
+    assert str(mine / "broken" / "__init__.py") in got["errors"]["broken"]
+    assert "reference" in got["errors"]["broken"]
+    assert {"silu", "badcuda", "softmax", "matmul"} <= set(got["families"])
+
+
+def test_a_family_name_twice_is_an_error_naming_both_folders(tmp_path):
+    mine = tmp_path / "mine"
+    (mine / "softmax").mkdir(parents=True)
+    (mine / "softmax" / "__init__.py").write_text("")
+    with pytest.raises(registry.FamilyError, match=r"softmax.*already defined by .*kernels/softmax"):
+        registry.family_folders(registry.kernel_dirs(["kernels", str(mine)]))
+
+
+def test_a_ladder_step_without_its_text_is_an_error(tmp_path):
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "ladder.yaml").write_text("steps:\n  - step: one\n    idea: x\n    prediction: y\n")
+    fam = registry.Family(name="demo", title="d", bound="memory", dtypes=("fp32",), make_inputs=None,
+                          reference=None, bytes_moved=None, flops=None)
+    fam.add(registry.Impl("demo", "triton", "triton", None, step="one", ladder="steps"))
+    fam.add(registry.Impl("demo", "triton", "triton", None, step="two", ladder="steps"))
+    with pytest.raises(registry.FamilyError, match=r"ladder.yaml: no entry for step\(s\) steps/two"):
+        registry.attach_ladder_texts(fam, folder)
+
+
+def test_a_cuda_source_that_does_not_compile_is_named_and_left_out(tmp_path):
+    if cuda_build.find_nvcc() is None:
+        pytest.skip("nvcc not found")
+    mine = make_user_dir(tmp_path)
+    report = cuda_build.resource_report(tmp_path / "build", dirs=[str(ROOT / "kernels"), str(mine)])
+    assert set(report.failures) == {"badcuda"}
+    assert "badcuda/badcuda.cu does not compile" in report.failures["badcuda"]
+    assert "undeclared_name" in report.failures["badcuda"]
+    assert {r["base"] for r in report if r["file"] == "silu/silu.cu"} == {"silu_scalar", "silu_vec4"}
+
+
+@pytest.fixture(scope="module")
+def own_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("own")
+    mine = make_user_dir(tmp)
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    config.update(kernel_dirs=["kernels", str(mine)], kernels={"silu": TINY, "badcuda": {**TINY, "dtypes": ["fp32"]},
+                                                                "broken": {**TINY, "dtypes": ["fp32"]}},
+                  staging=str(tmp / "staging"), results=str(tmp / "results"))
+    (tmp / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", str(tmp / "config.yaml"),
+                           "--replace-workflow-config"], cwd=ROOT, capture_output=True, text=True, timeout=1500,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    (out,) = [p for p in (tmp / "results").iterdir() if p.is_dir()]
+    return out, proc.stdout + proc.stderr, mine
+
+
+@pytest.mark.slow
+def test_own_kernel_is_measured_reported_and_logged(own_run):
+    out, log, mine = own_run
+    assert f"kernel family 'broken' skipped: {mine / 'broken' / '__init__.py'}" in log
+    df = pd.read_csv(out / "summary.csv", keep_default_na=False)
+    assert set(df["kernel"]) == {"silu", "badcuda"}
+    silu = df[df["kernel"] == "silu"]
+    ran = silu[silu["backend"] != "cuda"]
+    assert set(ran["impl"]) == {"torch_naive", "torch_fused", "triton", "compiled"}
+    assert (ran["status"] == "ok").all() and (ran["check_status"] == "ok").all()
+    steps = silu[silu["backend"] == "cuda"]
+    assert set(steps["impl_key"]) == {"cuda@scalar", "cuda@vec4"} and (steps["status"] == "unavailable").all()
+    assert set(steps["ladder"]) == {"cuda_silu"}
+    log_md = (out / "KERNEL_LOG.md").read_text()
+    assert "cuda_silu" in log_md and "16-byte loads and stores in a grid-stride loop" in log_md
+    assert "<h2>Kernel: silu" in (out / "report.html").read_text()
+    index = json.loads((out / "ptx" / "silu" / "index.json").read_text())
+    assert {e["impl_key"] for e in index if e["status"] == "ok"} >= {"triton"}, index
+    if cuda_build.find_nvcc() is not None:
+        resources = pd.read_csv(out / "build" / "resources.csv")
+        assert {"silu_scalar", "silu_vec4"} <= set(resources[resources["file"] == "silu/silu.cu"]["kernel"]
+                                                   .str.extract(r"(silu_\w+)")[0])
+        bad = df[(df["kernel"] == "badcuda") & (df["backend"] == "cuda")]
+        assert (bad["status"] == "error").all()
+        assert bad["reason"].str.contains("badcuda/badcuda.cu does not compile").all()
+        assert "badcuda/badcuda.cu does not compile" in log
+    good = df[(df["kernel"] == "badcuda") & (df["backend"] == "torch")]
+    assert (good["status"] == "ok").all() and (good["check_status"] == "ok").all()
