@@ -308,7 +308,7 @@ def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = (
             shutil.rmtree(p)
 
     def ignore(directory, names):
-        return [n for n in names if n.endswith((".so", ".o", ".tmp")) or n in ("tmp", "temp", "__pycache__")]
+        return [n for n in names if n.endswith((".so", ".o", ".tmp", ".cubin")) or n in ("tmp", "temp", "__pycache__")]
 
     shutil.copytree(stage, new, ignore=ignore)
     if dest.exists():
