@@ -13,14 +13,13 @@ from pathlib import Path
 
 from kernellab.errors import Unavailable
 
-ENV = "KERNELLAB_CUDA_BUILD"
-_state: dict = {}
+_state: dict = {}  # the build.json path and, once loaded, the outcome (inherited by forked workers)
 
 
 def configure(build_json: str | os.PathLike | None) -> None:
     _state.clear()
     if build_json:
-        os.environ[ENV] = str(build_json)
+        _state["path"] = str(build_json)
 
 
 def _load() -> None:
@@ -28,7 +27,7 @@ def _load() -> None:
 
     if "loaded" in _state:
         return
-    path = os.environ.get(ENV)
+    path = _state.get("path")
     if not path or not Path(path).exists():
         _state["loaded"] = False
         _state["reason"] = "CUDA extension not built (run the build_cuda rule)"

@@ -274,17 +274,12 @@ def test_build_extension_is_unavailable_on_cpu_torch(tmp_path):
     from kernellab import cuda_ext
     from kernellab.errors import Unavailable
 
-    old = os.environ.get(cuda_ext.ENV)
     try:
         cuda_ext.configure(path)
         with pytest.raises(Unavailable, match="CPU-only"):
             cuda_ext.ops()
     finally:
         cuda_ext.configure(None)
-        if old is None:
-            os.environ.pop(cuda_ext.ENV, None)
-        else:
-            os.environ[cuda_ext.ENV] = old
 
 
 def test_write_build_json_replaces_atomically(tmp_path):

@@ -56,7 +56,7 @@ def test_tiny_cpu_run_produces_the_results_contract(tiny_run):
     assert len(cuda) and (cuda["status"] == "unavailable").all() and (cuda["reason"] != "").all()
     html = (out / "report.html").read_text()
     assert "CPU run" in html
-    assert list((out / "ptx" / "gelu").glob("*.ptx")), "Triton PTX is produced without a GPU"
+    assert list((out / "ptx" / "gelu").glob("*.ptx.gz")), "Triton PTX is produced without a GPU"
 
 
 @pytest.mark.slow
@@ -106,3 +106,36 @@ def test_snakemake_report_collects_the_outputs(tiny_run, tmp_path):
     for category in ("Summary", "Report", "Plots", "Correctness", "Profiles", "Autotuning", "CUDA build"):
         assert category in pages, category
     assert "float64 reference" in pages  # a caption (report/captions/correctness.rst)
+
+
+def _changed_config(tmp: Path, **changes) -> Path:
+    import yaml
+
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    for key, value in changes.items():
+        config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
+    path = tmp / "changed.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _dry_jobs(tiny_run, config: Path) -> str:
+    staging = tiny_run[0].parents[1] / "staging"
+    proc = _snakemake("-n", "--cores", "1", "--configfile", str(config), "--replace-workflow-config", "--config",
+                      f"staging={staging}", f"results={tiny_run[0].parent}")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("changes", [{"check": {"seeds": [3, 4]}}, {"bench": {"timeout_s": 901}},
+                                     {"autotune": {"budget_s": 0.02}}, {"isolate": False}, {"target": "cpu"}])
+def test_measure_reruns_when_any_config_it_reads_changes(tiny_run, tmp_path, changes):
+    out = _dry_jobs(tiny_run, _changed_config(tmp_path, **changes))
+    assert "rule measure:" in out and "params" in out.lower(), out[-3000:]
+
+
+@pytest.mark.slow
+def test_measure_does_not_rerun_for_config_it_does_not_read(tiny_run, tmp_path):
+    out = _dry_jobs(tiny_run, _changed_config(tmp_path, compare={"threshold": 0.05}))
+    assert "rule measure:" not in out, out[-3000:]
