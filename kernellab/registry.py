@@ -95,6 +95,10 @@ class Family:
             raise ValueError(f"unknown backend {impl.backend!r}; known: {BACKENDS}")
         if impl.key in self.impls:
             raise ValueError(f"{self.name}: implementation {impl.key!r} registered twice")
+        if impl.fn is not None:  # (out, *inputs, **params); None only in tests of the registry itself
+            if not callable(impl.fn):
+                raise FamilyError(f"family {self.name!r}: implementation {impl.key!r} is not a function")
+            _check_positional(self.name, f"implementation {impl.key!r}", impl.fn, 2)
         self.impls[impl.key] = impl
         return impl
 
@@ -153,6 +157,19 @@ def _check_arity(owner: str, what: str, fn: Callable, positional: int) -> None:
                           f"argument(s): {exc}") from None
 
 
+def _check_positional(owner: str, what: str, fn: Callable, least: int) -> None:
+    """``fn`` must take at least ``least`` positional arguments (``out`` and the inputs)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return
+    kinds = [p.kind for p in params]
+    positional = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
+    if inspect.Parameter.VAR_POSITIONAL not in kinds and positional < least:
+        raise FamilyError(f"family {owner!r}: {what} takes {positional} positional argument(s); it must take "
+                          f"(out, *inputs, **params)")
+
+
 def kernel_dirs(dirs=None, base: str | os.PathLike | None = None) -> list[Path]:
     """The kernel directories as absolute paths; relative ones are taken from ``base``
     (the workflow's directory, default the repository)."""
@@ -205,9 +222,7 @@ def load(dirs=None, base: str | os.PathLike | None = None) -> dict[str, str]:
         except Exception as exc:  # a user's folder may fail in any way: keep the others
             for extra in set(_FAMILIES) - before:
                 _FAMILIES.pop(extra)
-            where = folder / "__init__.py"
-            _ERRORS[name] = f"{where}: {type(exc).__name__}: {exc}" if not isinstance(exc, FamilyError) \
-                else f"{where}: {exc}"
+            _ERRORS[name] = _describe(exc, folder)
             continue
         _FAMILIES[name].folder = folder
     return dict(_ERRORS)
@@ -265,6 +280,23 @@ def attach_ladder_texts(fam: Family, folder: Path) -> None:
                           f"registered by the family")
     for ident, key in steps.items():
         fam.impls[key] = dataclasses.replace(fam.impls[key], **texts[ident])
+
+
+def _describe(exc: Exception, folder: Path) -> str:
+    """The error of a family folder that failed to load, naming the file (and line) at fault:
+    the innermost frame of the traceback inside the folder, else its __init__.py."""
+    import traceback
+
+    if isinstance(exc, FamilyError) and str(folder) in str(exc):
+        return str(exc)
+    where = f"{folder / '__init__.py'}"
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve().is_relative_to(folder):
+            where = f"{frame.filename}:{frame.lineno}"
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f"{exc.filename}:{exc.lineno}"
+    text = str(exc) if isinstance(exc, FamilyError) else f"{type(exc).__name__}: {exc}"
+    return f"{where}: {text}"
 
 
 def load_errors() -> dict[str, str]:

@@ -207,13 +207,22 @@ def test_sgemm_ladder_registered():
     assert "cuda" not in {i.impl for i in MATMUL_RELU.impls.values()}
 
 
-def test_sgemm_autotuned_configs_match_the_launcher(root):
-    import re
+def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
+    """The tile names Python times are the launcher's, in its order: a host program built from
+    sgemm.h prints kSgemmAutotunedConfigs."""
+    from kernellab import cuda_build
 
-    text = (root / "kernels" / "cuda" / "launchers.h").read_text()
-    m = re.search(r"kSgemmAutotunedConfigs\[\]\s*=\s*\{([^}]*)\}", text)
-    assert m, "launchers.h lacks kSgemmAutotunedConfigs"
-    assert tuple(re.findall(r'"([^"]+)"', m.group(1))) == mm.SGEMM_AUTOTUNED_CONFIGS
+    nvcc = cuda_build.find_nvcc() or pytest.skip("nvcc not found")
+    src = tmp_path / "names.cu"
+    src.write_text('#include <cstdio>\n#include "sgemm.h"\nint main() { for (const char* n : '
+                   'kl::kSgemmAutotunedConfigs) std::printf("%s\\n", n); }\n')
+    header = MATMUL.folder / "sgemm" / "sgemm.h"
+    exe = tmp_path / "names"
+    build = subprocess.run([nvcc, "-std=c++17", *(f"-I{d}" for d in cuda_build.include_dirs(header)), str(src),
+                            "-o", str(exe)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    names = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    assert tuple(names) == mm.SGEMM_AUTOTUNED_CONFIGS
     assert MATMUL.impls["cuda@autotuned"].fn is mm.sgemm_autotuned
 
 

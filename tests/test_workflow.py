@@ -128,7 +128,7 @@ def _dry_jobs(tiny_run, config: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("changes", [{"check": {"seeds": [3, 4]}}, {"bench": {"timeout_s": 901}},
+@pytest.mark.parametrize("changes", [{"check": {"seeds": [3, 4, 5]}}, {"bench": {"timeout_s": 901}},
                                      {"autotune": {"budget_s": 0.02}}, {"isolate": False}, {"target": "cpu"}])
 def test_measure_reruns_when_any_config_it_reads_changes(tiny_run, tmp_path, changes):
     out = _dry_jobs(tiny_run, _changed_config(tmp_path, **changes))

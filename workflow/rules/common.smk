@@ -26,7 +26,9 @@ from kernellab.errors import ConfigError  # noqa: E402
 from kernellab.survey import hardware_slug  # noqa: E402
 
 # the kernel folders as absolute paths, so every job imports the same families
-config["kernel_dirs"] = [str(d) for d in registry.kernel_dirs(config["kernel_dirs"], os.getcwd())]
+config["kernel_dirs"] = [
+    str(d) for d in registry.kernel_dirs(config["kernel_dirs"], os.getcwd())
+]
 try:
     for _name, _why in registry.load(config["kernel_dirs"]).items():
         logger.warning(f"kernel family {_name!r} skipped: {_why}")
@@ -105,11 +107,23 @@ ALL_KERNEL_CODE = sorted(
 RUN_KEYS = ("kernel_dirs", "target", "isolate", "timing", "autotune", "check", "bench")
 
 
+def sorted_keys(value):
+    """``value`` with every mapping's keys in order: Snakemake compares params as text, so the
+    order of keys in a config file must not look like a change."""
+    if isinstance(value, dict):
+        return {k: sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(v) for v in value]
+    return value
+
+
 def job_config(kernels, extra=()):
-    return {
-        "kernels": {k: config["kernels"][k] for k in kernels},
-        **{k: config[k] for k in RUN_KEYS + tuple(extra)},
-    }
+    return sorted_keys(
+        {
+            "kernels": {k: config["kernels"][k] for k in kernels},
+            **{k: config[k] for k in RUN_KEYS + tuple(extra)},
+        }
+    )
 
 
 def kernel_job_config(*extra):

@@ -17,7 +17,7 @@ rule aggregate:
         stage("logs/aggregate.log"),
     params:
         # the whole config: its hash names the run in environment.json
-        config=config,
+        config=sorted_keys(config),
     script:
         "../scripts/aggregate.py"
 

@@ -1,0 +1,448 @@
+"""The Triton matmul of the matmul family (and of ``matmul_relu``): ``matmul_kernel``, its
+autotune configs and its launcher, ``launch_matmul``.
+
+The kernel is shared with ``matmul_relu``: its ``ACTIVATION`` meta-parameter applies the
+epilogue in registers before the one store. fp32 calls follow the process's TF32 flag
+(``input_precision``), as cuBLAS does, so every implementation of a case does the same
+arithmetic.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from kernellab.runtime import element_size, triton_interpreted
+from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
+
+# One autotuned kernel, ``matmul_kernel``, with two bodies chosen at compile time:
+#
+# * the pointer body (any strides, any dtype, the interpreter's too): one C tile per
+#   program, operands fetched with ``tl.load`` (cp.async + wgmma on sm_90);
+# * the TMA body (fp16/bf16 whose rows start on 16-byte boundaries, sm_90+): persistent
+#   (one program per SM walking the tiles in grouped order), operands fetched by the
+#   Tensor Memory Accelerator through device-side tensor descriptors
+#   (``tl.make_tensor_descriptor``: zero padding past the edges, so no masks), the tile
+#   loop flattened into the K loop so that the next tile's loads are in flight during
+#   this tile's epilogue, and C written by TMA stores in sub-tiles (less shared memory
+#   for the epilogue, leaving room for the operand pipeline).
+#
+# A config asks for the TMA body (``TMA=True``); the launcher says whether this call
+# can have it (``TMA_OK``). A TMA config on a call that cannot (odd row strides, fp32)
+# runs the pointer body with the same tile, one program per tile, so every config works
+# on every call (the interpreter's autotuning forces each one through the launcher).
+#
+# Autotune configs, one list per kind of arithmetic. A single autotuned kernel holds
+# them all (so the autotune table sees one kernel); ``prune_configs`` keeps the list that
+# fits the call at hand.
+#   (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps[, variant])
+# Variants (default "ptr", the pointer body) set these meta-parameters:
+VARIANTS = {
+    "ptr": {},
+    # persistent TMA, flattened tile loop, epilogue in two halves of BLOCK_N / 2 columns
+    "tma": {"TMA": True, "EPILOGUE_SUBTILE": 2},
+    # the same with one whole-tile TMA store (64 KiB of shared memory at 128x256)
+    "tma_nosub": {"TMA": True, "EPILOGUE_SUBTILE": 1},
+    # persistent TMA without flattening (tile loop around the K loop)
+    "tma_noflat": {"TMA": True, "EPILOGUE_SUBTILE": 2, "FLATTEN": False},
+    # TMA loads and stores, one program per tile (not persistent)
+    "tma_grid": {"TMA": True, "PERSISTENT": False, "EPILOGUE_SUBTILE": 1, "FLATTEN": False},
+    # Persistent TMA with Triton's Hopper warp specialization: a producer warpgroup
+    # issues the TMA loads, two consumer warpgroups run wgmma on BLOCK_M / 2 rows each
+    # and the epilogue. num_warps=4 is one consumer's worth: the kernel runs 12 warps
+    # (with num_warps=8 Triton 3.6 does not specialize at all). On sm_90 Triton 3.6
+    # only specializes an unflattened loop (with flatten it ignores the request) and its
+    # pass fails on the sub-tiled epilogue (reshape/permute/split), hence these flags.
+    "tma_ws": {"TMA": True, "EPILOGUE_SUBTILE": 1, "WARP_SPECIALIZE": True, "FLATTEN": False},
+    # the same, one program per tile
+    "tma_ws_grid": {"TMA": True, "PERSISTENT": False, "EPILOGUE_SUBTILE": 1, "WARP_SPECIALIZE": True,
+                    "FLATTEN": False},
+}
+META_DEFAULTS = {"TMA": False, "PERSISTENT": True, "EPILOGUE_SUBTILE": 1, "WARP_SPECIALIZE": False,
+                 "FLATTEN": True}
+_TILES = {
+    # bf16/fp16 on the tensor cores. 128x256x64 (48 KiB of A and B per stage) is the
+    # Hopper tile; with the pointer body it won every large shape (8 warps: two
+    # warpgroups of 64x256 wgmma, 3 and 4 stages). Here it runs on TMA, persistent:
+    # 3 stages + a 64 KiB whole-tile epilogue = 208 KiB of shared memory; warp-specialized
+    # (4 warps per consumer warpgroup, 3 warpgroups) with a whole-tile store, 208 KiB.
+    # On calls that cannot use TMA the first falls back to the pointer body with its
+    # tile (the measured winner); the warp-specialized one is pruned there (4 warps for
+    # a 128x256 pointer tile would spill). 64x128 / 64x64: 1024^3 and M=128 (more
+    # programs than SMs). 16-row tiles: skinny M (16x4096x4096), narrow BLOCK_N to get
+    # enough programs.
+    "16bit": [
+        # measured on the H200 (bf16 4096^3, L2 cleared): whole-tile store 96% of cuBLAS,
+        # two-half store 91%; at 8192^3 the warp-specialized config below wins (93%)
+        (128, 256, 64, 3, 8, "tma_nosub"),
+        (128, 256, 64, 3, 4, "tma_ws"),
+        (64, 128, 64, 4, 4),
+        (64, 64, 64, 4, 4),
+        (16, 32, 256, 4, 4),
+        (16, 64, 128, 4, 4),
+        (16, 128, 128, 4, 4),
+    ],
+    # fp32 storage on the TF32 tensor cores, pointer body (wgmma takes TF32 operands only
+    # K-major from shared memory; B here is N-major, which TMA would copy as it is).
+    # 4-byte elements, so BLOCK_K = 32 keeps the bytes per stage of the 16-bit tiles.
+    "tf32": [
+        (256, 128, 32, 3, 8),
+        (128, 128, 32, 4, 8),
+        (128, 128, 32, 3, 4),
+        (128, 64, 32, 4, 4),
+        (16, 64, 64, 4, 4),
+        (16, 32, 128, 4, 4),
+    ],
+    # IEEE fp32 on the CUDA cores (FMA): no tensor cores, so register-bound; smaller
+    # tiles and K-steps (tl.dot needs BLOCK_K >= 16).
+    "ieee": [
+        (128, 128, 32, 3, 8),
+        (64, 128, 32, 3, 4),
+        (128, 64, 32, 3, 4),
+        (64, 64, 32, 3, 4),
+        (16, 64, 32, 3, 4),
+    ],
+}
+GROUP_M = 8  # programs that walk down a column of C tiles before moving right (L2 reuse)
+
+
+def _config(tile) -> triton.Config:
+    bm, bn, bk, stages, warps = tile[:5]
+    variant = tile[5] if len(tile) > 5 else "ptr"
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, **VARIANTS[variant]},
+                         num_stages=stages, num_warps=warps)
+
+
+def triton_configs() -> list[triton.Config]:
+    """Every config, 16-bit tensor-core tiles first (the interpreter runs the first)."""
+    return [_config(t) for kind in ("16bit", "tf32", "ieee") for t in _TILES[kind]]
+
+
+def config_kind(element_bytes: int, precision: str) -> str:
+    """Which config list suits a call: ``16bit``, ``tf32`` or ``ieee``."""
+    if element_bytes == 2:
+        return "16bit"
+    return "tf32" if precision == "tf32" else "ieee"
+
+
+def _tile_of(config) -> tuple:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps) of a config."""
+    kw = config.kwargs
+    return (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], config.num_stages, config.num_warps)
+
+
+def variant_of(config) -> str:
+    """The name in ``VARIANTS`` of a config's meta-parameters ("ptr" for none)."""
+    meta = {k: v for k, v in config.kwargs.items() if k in META_DEFAULTS and v != META_DEFAULTS[k]}
+    for name, kw in VARIANTS.items():
+        if {k: v for k, v in kw.items() if v != META_DEFAULTS[k]} == meta:
+            return name
+    return "custom"
+
+
+def _entry_of(config) -> tuple:
+    """A config as written in ``_TILES``: the tile, then the variant unless "ptr"."""
+    variant = variant_of(config)
+    return _tile_of(config) + (() if variant == "ptr" else (variant,))
+
+
+def uses_tma(meta) -> bool:
+    """Whether a launch with these meta-parameters runs the TMA body."""
+    return bool(meta.get("TMA", False)) and bool(meta.get("TMA_OK", False))
+
+
+def prune_configs(configs, named_args, **kwargs):
+    """``early_config_prune``: keep the configs of the list that fits this call. A call
+    that cannot use TMA (``TMA_OK=False``) runs TMA configs on the pointer body, so only
+    the first config of each tile is kept then, and none of the warp-specialized ones."""
+    kind = config_kind(named_args["a_ptr"].element_size(), kwargs.get("INPUT_PRECISION", "tf32"))
+    wanted = set(_TILES[kind])
+    kept = [c for c in configs if _entry_of(c) in wanted]
+    if not kwargs.get("TMA_OK", True):
+        seen, unique = set(), []
+        for c in kept:
+            if _tile_of(c) not in seen and not c.kwargs.get("WARP_SPECIALIZE", False):
+                seen.add(_tile_of(c))
+                unique.append(c)
+        kept = unique
+    return kept or list(configs)
+
+
+def configs_for(dtype: str) -> list[triton.Config]:
+    """The configs the autotuner considers for one dtype name (fp32 | tf32 | bf16 | fp16)."""
+    kind = config_kind(element_size(dtype), "tf32" if dtype == "tf32" else "ieee")
+    wanted = set(_TILES[kind])
+    return [c for c in matmul_kernel.configs if _entry_of(c) in wanted]
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """(row, column) of C tile number ``tile_id`` in grouped order: consecutive tiles
+    share a column of B tiles and GROUP_M rows of A tiles, so those stay in L2."""
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _activation(acc, ACTIVATION: tl.constexpr):
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    return acc
+
+
+@triton.jit
+def _matmul_pointers(a_ptr, b_ptr, c_ptr, M, N, K,
+                     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """One BLOCK_M x BLOCK_N tile of C per program. Rows and columns past M and N are
+    read wrapped (``% M``, ``% N``: valid addresses, results discarded by the masked
+    store) so the main-loop loads need no M/N mask; the K tail is masked with zeros."""
+    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    # Row/column indices fit int32 (< M, N); the products with strides are int64.
+    rows_a = (offs_m % M).to(tl.int64)
+    cols_b = (offs_n % N).to(tl.int64)
+    a_ptrs = a_ptr + rows_a[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + cols_b[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    acc = _activation(acc, ACTIVATION)
+    c = acc.to(c_ptr.dtype.element_ty)
+
+    offs_cm = offs_m.to(tl.int64)
+    offs_cn = offs_n.to(tl.int64)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@triton.jit
+def _matmul_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+                EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr):
+    """Tiles start_pid, start_pid + P, ... (P programs) of C: A, B and C through TMA
+    descriptors built on the device (the unit strides are those of row-major tensors;
+    the launcher checked them and the 16-byte alignment TMA needs)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SUBTILE])
+    start_pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    # The epilogue recomputes its tile from a counter of its own rather than reusing
+    # the loop's (as Triton's persistent-matmul tutorial does): values live across the
+    # flattened loop's prologue and epilogue trouble the pipeliner.
+    tile_id_c = start_pid - num_programs
+    for tile_id in tl.range(start_pid, num_tiles, num_programs, flatten=FLATTEN,
+                            warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        offs_m = pid_m * BLOCK_M
+        offs_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_K
+            a = a_desc.load([offs_m, offs_k])
+            b = b_desc.load([offs_k, offs_n])
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+        tile_id_c += num_programs
+        pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        offs_cm = pid_m * BLOCK_M
+        offs_cn = pid_n * BLOCK_N
+        acc = _activation(acc, ACTIVATION)
+        if EPILOGUE_SUBTILE == 2:
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            acc0, acc1 = tl.split(halves)
+            c_desc.store([offs_cm, offs_cn], acc0.to(c_desc.dtype))
+            c_desc.store([offs_cm, offs_cn + BLOCK_N // 2], acc1.to(c_desc.dtype))
+        else:
+            c_desc.store([offs_cm, offs_cn], acc.to(c_desc.dtype))
+
+
+# INPUT_PRECISION is in the key because fp32 and tf32 calls pass the same float32
+# tensors: without it a config tuned for one would be reused for the other. TMA_OK too:
+# the same shape with and without aligned rows runs different code. ``autotune`` is
+# Triton's with the project's shorter per-config benchmark (triton_utils.bench_config).
+@autotune(configs=triton_configs(), key=["M", "N", "K", "INPUT_PRECISION", "TMA_OK"],
+          prune_configs_by={"early_config_prune": prune_configs})
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+                  TMA_OK: tl.constexpr = False, TMA: tl.constexpr = False, PERSISTENT: tl.constexpr = True,
+                  EPILOGUE_SUBTILE: tl.constexpr = 1, WARP_SPECIALIZE: tl.constexpr = False,
+                  FLATTEN: tl.constexpr = True):
+    """C = act(A @ B) with an fp32 accumulator: the TMA body when the config asks for it
+    (TMA) and the call allows it (TMA_OK), else the pointer body. PERSISTENT only
+    changes the grid (``matmul_grid``): the TMA body walks its tiles with a stride of
+    the number of programs, whatever that is."""
+    if TMA and TMA_OK:
+        _matmul_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACTIVATION, INPUT_PRECISION,
+                    EPILOGUE_SUBTILE, WARP_SPECIALIZE, FLATTEN)
+    else:
+        _matmul_pointers(a_ptr, b_ptr, c_ptr, M, N, K,
+                         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACTIVATION, INPUT_PRECISION)
+
+
+def input_precision(a) -> str:
+    """tl.dot's ``input_precision`` matching what cuBLAS does for ``a`` right now.
+
+    float32 inputs: ``"tf32"`` when the process allows TF32 matmuls (the harness sets
+    ``runtime.matmul_precision("tf32")``), ``"ieee"`` otherwise. 16-bit inputs go to the
+    tensor cores as they are; ``"tf32"`` is Triton's default there and changes nothing.
+    """
+    if a.dtype != torch.float32:
+        return "tf32"
+    try:
+        allowed = bool(torch.backends.cuda.matmul.allow_tf32)
+    except RuntimeError:  # the new fp32_precision API was used; the legacy getter refuses
+        allowed = torch.backends.cuda.matmul.fp32_precision == "tf32"
+    return "tf32" if allowed else "ieee"
+
+
+INTERPRETER_SMS = 3  # "SMs" under the interpreter: persistent programs walk several tiles
+
+
+@functools.cache
+def _device_props(index: int) -> tuple[int, int]:
+    """(multiprocessor count, major compute capability) of CUDA device ``index``."""
+    props = torch.cuda.get_device_properties(index)
+    return int(props.multi_processor_count), int(props.major)
+
+
+def _props(t) -> tuple[int, int]:
+    if triton_interpreted() or t.device.type != "cuda":
+        return INTERPRETER_SMS, 9
+    index = t.device.index if t.device.index is not None else torch.cuda.current_device()
+    return _device_props(index)
+
+
+def tma_ok(a, b, out) -> bool:
+    """Whether this call can take the TMA body: 16-bit operands on sm_90+ (or the
+    interpreter, which emulates descriptors), unit inner strides, row strides and base
+    addresses multiples of 16 bytes (what a TMA descriptor requires)."""
+    if a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype or out.dtype != a.dtype:
+        return False
+    if _props(a)[1] < 9:
+        return False
+    for t in (a, b, out):
+        rows, cols = t.shape
+        if rows == 0 or cols == 0 or t.stride(1) != 1 or t.stride(0) < cols:
+            return False
+        if (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+            return False
+    return True
+
+
+def _scratch(size: int, alignment: int, stream):
+    """Global memory for the device-side tensor descriptors (128 bytes per program)."""
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _ensure_allocator() -> None:
+    """``tl.make_tensor_descriptor`` needs ``triton.set_allocator``; set ours unless
+    the process set one (the setting is per thread: a context variable)."""
+    try:
+        from triton.runtime import _allocation
+
+        if not isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+            return
+    except (ImportError, AttributeError):
+        pass
+    triton.set_allocator(_scratch)
+
+
+def matmul_grid(M: int, N: int, num_sms: int):
+    """The launch grid for meta-parameters ``meta``: one program per C tile, or one per
+    SM (at most one per tile) when the TMA body runs persistent."""
+
+    def grid(meta):
+        tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
+        if uses_tma(meta) and meta.get("PERSISTENT", META_DEFAULTS["PERSISTENT"]):
+            return (min(num_sms, tiles),)
+        return (tiles,)
+
+    return grid
+
+
+def launch_matmul(out, a, b, activation: str = ""):
+    """Launch ``matmul_kernel`` for ``out = activation(a @ b)``; any strides."""
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2 or tuple(out.shape) != (M, N):
+        raise ValueError(f"shapes do not match: a {tuple(a.shape)}, b {tuple(b.shape)}, "
+                         f"out {tuple(out.shape)}")
+    ok = tma_ok(a, b, out)
+    if ok and not triton_interpreted():
+        _ensure_allocator()
+    launch(matmul_kernel, matmul_grid(M, N, _props(a)[0]), a, b, out, M, N, K,
+           a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+           ACTIVATION=activation, INPUT_PRECISION=input_precision(a), TMA_OK=ok)
+    return out
+
+
+def matmul_triton(out, a, b):
+    return launch_matmul(out, a, b)
+
+
+def make_compile_specs(dtype: str, activation: str = "") -> list[CompileSpec]:
+    """Specs as the JIT would build them for contiguous row-major inputs at the default
+    power-of-two shapes: unit strides specialised to the constant 1, sizes and leading
+    strides multiples of 16. 16-bit dtypes get two: the TMA body (the one large aligned
+    shapes run on Hopper) then the pointer body with the same tile (odd strides)."""
+    ty = triton_type(dtype)
+    kind = config_kind(element_size(dtype), "tf32" if dtype == "tf32" else "ieee")
+    tile = {"16bit": (128, 256, 64, 3, 8), "tf32": (128, 128, 32, 4, 8), "ieee": (128, 128, 32, 3, 8)}[kind]
+    bm, bn, bk, stages, warps = tile
+    precision = "ieee" if kind == "ieee" else "tf32"
+    signature = {"a_ptr": f"*{ty}", "b_ptr": f"*{ty}", "c_ptr": f"*{ty}", "M": "i32", "N": "i32", "K": "i32",
+                 "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+    constexprs = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1,
+                  "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M,
+                  "ACTIVATION": activation, "INPUT_PRECISION": precision}
+    label = f"BLOCK={bm}x{bn}x{bk}, num_stages={stages}, num_warps={warps}, input_precision={precision}"
+    divisible = ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")
+    pointer = CompileSpec(matmul_kernel, signature, constexprs, num_warps=warps, num_stages=stages, label=label,
+                          divisible=divisible)
+    if kind != "16bit":
+        return [pointer]
+    # The pointer spec stays last: the sm_90 tests read the last spec of a dtype.
+    tma_meta = {**META_DEFAULTS, **VARIANTS["tma_nosub"], "TMA_OK": True}
+    tma = CompileSpec(matmul_kernel, signature, {**constexprs, **tma_meta}, num_warps=warps, num_stages=stages,
+                      label=f"TMA persistent, epilogue subtile {tma_meta['EPILOGUE_SUBTILE']}, {label}",
+                      divisible=divisible)
+    return [tma, pointer]
+
+
+def compile_specs(dtype: str) -> list[CompileSpec]:
+    return make_compile_specs(dtype)
