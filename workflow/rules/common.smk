@@ -63,10 +63,13 @@ FAMILY_DIRS = {k: registry.family(k).folder for k in KERNELS}
 
 
 def folder_files(folder):
+    """A family folder's files, its tests left out (editing a test reruns nothing)."""
     return sorted(
         str(p)
         for p in Path(folder).rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and not p.name.startswith(("test_", "conftest"))
     )
 
 
