@@ -30,3 +30,11 @@ rule all:
     default_target: True
     input:
         rules.publish.output,
+
+
+onerror:
+    print(
+        "kernellab: the run stopped before its end (a job failed, or it was interrupted): "
+        "finished jobs are kept, and rerunning the same command resumes.",
+        file=sys.stderr,
+    )

@@ -17,10 +17,78 @@ from kernellab.errors import ConfigError
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 
+def _schema() -> dict:
+    import yaml
+
+    return yaml.safe_load(SCHEMA.read_text())
+
+
+def _where(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+_SCALARS = {"integer": int, "number": float, "boolean": lambda v: {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}[v.lower()]}
+
+
+def coerce_scalars(config: dict) -> dict:
+    """Numbers and booleans given as text where the schema wants them (``--config
+    'check={seeds: [5, 6, 7]}'`` arrives as strings) become numbers and booleans."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    for _ in range(1000):  # each pass fixes every scalar it can; stop when none is left
+        fixed = 0
+        for error in validator.iter_errors(config):
+            for err in [error, *(error.context or [])]:
+                wanted = err.validator_value if err.validator == "type" else None
+                if not isinstance(err.instance, str) or wanted not in _SCALARS:
+                    continue
+                try:
+                    value = _SCALARS[wanted](err.instance)
+                except (KeyError, ValueError):
+                    continue
+                *parents, last = err.absolute_path
+                target = config
+                for key in parents:
+                    target = target[key]
+                if target[last] == err.instance:
+                    target[last] = value
+                    fixed += 1
+                break
+        if not fixed:
+            return config
+    return config
+
+
+def schema_error(config: dict) -> str | None:
+    """The first schema violation as one line: the key, the bad value and what is allowed."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_schema()).iter_errors(config))
+    if error is None:
+        return None
+    where = _where(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        return (f"{where}: unknown key {', '.join(map(repr, extra)) or error.message}"
+                + (f"; allowed: {', '.join(allowed)}" if allowed else ""))
+    about = error.schema.get("description", "")
+    return f"{where}: {error.message}" + (f" (expected {about})" if about else "")
+
+
 def validate_schema(config: dict) -> dict:
-    """Schema validation with defaults filled in, the way the Snakefile does it."""
+    """Schema validation with defaults filled in, the way the Snakefile does it; a violation is
+    a ConfigError of one line naming the key, not the schema dump of jsonschema."""
     from snakemake.utils import validate
 
+    coerce_scalars(config)
+    message = schema_error(config)
+    if message:
+        raise ConfigError(message)
     validate(config, str(SCHEMA), set_default=True)
     return config
 
@@ -96,6 +164,16 @@ def check(config: dict, families: dict | None = None) -> None:
     if timing.get("min_samples", 10) > timing.get("max_samples", 2000):
         raise ConfigError(f"timing.min_samples ({timing.get('min_samples')}) exceeds timing.max_samples "
                           f"({timing.get('max_samples')})")
+
+
+def check_target(target: str, has_gpu: bool) -> None:
+    """``target: gpu`` needs a GPU this process can see: without one the GPU shapes would run on
+    the CPU for hours. (Only where the jobs run here: a cluster's submit host has no GPU.)"""
+    if target == "gpu" and not has_gpu:
+        raise ConfigError("target: 'gpu', but this machine has no visible CUDA GPU (torch.cuda.is_available() "
+                          "is False). Run with --config target=auto (the GPU shapes where there is a GPU, the "
+                          "small CPU set here) or target=cpu; on a cluster use the slurm profile, whose jobs run "
+                          "on GPU nodes.")
 
 
 def load(path: str | Path) -> dict:

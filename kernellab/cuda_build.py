@@ -270,16 +270,9 @@ def write_build_json(out_dir: str | os.PathLike, info: dict) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     data = {"status": "error", "reason": "", "library": None, **info}
     path = out / "build.json"
-    fd, tmp = tempfile.mkstemp(prefix=".build.json.", dir=out)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from kernellab.io import write_text
+
+    write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     return path
 
 

@@ -21,9 +21,23 @@ log = logging.getLogger("kernellab")
 ROOT = Path(__file__).resolve().parents[1]
 
 
+INTERRUPTED = "interrupted: rerun the same command to resume"
+
+
 @contextlib.contextmanager
 def logged(log_path: str | None):
-    """Send stdout, stderr and logging of a rule to its log file."""
+    """Send stdout, stderr and logging of a rule to its log file; Ctrl-C ends the job with one
+    line instead of a traceback (what it finished is kept, a rerun resumes)."""
+    try:
+        with _to_log(log_path):
+            yield
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.__stderr__, flush=True)
+        raise SystemExit(130) from None
+
+
+@contextlib.contextmanager
+def _to_log(log_path: str | None):
     if not log_path:
         yield
         return

@@ -3,8 +3,6 @@ import os
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
-
 ROOT = Path(workflow.basedir).resolve()
 # each rule's script runs in its own Python process; let it import the kernellab package.
 # (it is set here, not required from the caller: no envvars directive)
@@ -16,24 +14,25 @@ os.environ.update(
 )
 sys.path.insert(0, str(ROOT))
 
-validate(
-    config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"), set_default=True
-)
-
 from kernellab import config as kl_config  # noqa: E402
 from kernellab import registry  # noqa: E402
 from kernellab.errors import ConfigError  # noqa: E402
 from kernellab.survey import hardware_slug  # noqa: E402
 
-# the kernel folders as absolute paths, so every job imports the same families
-config["kernel_dirs"] = [
-    str(d) for d in registry.kernel_dirs(config["kernel_dirs"], os.getcwd())
-]
 try:
+    kl_config.validate_schema(config)  # defaults filled in; a bad key named in one line
+    # the kernel folders as absolute paths, so every job imports the same families
+    config["kernel_dirs"] = [
+        str(d) for d in registry.kernel_dirs(config["kernel_dirs"], os.getcwd())
+    ]
     for _name, _why in registry.load(config["kernel_dirs"]).items():
         logger.warning(f"kernel family {_name!r} skipped: {_why}")
         config["kernels"].pop(_name, None)
     kl_config.check(config)
+    if workflow.local_exec and not workflow.remote_exec:
+        from kernellab.runtime import has_gpu
+
+        kl_config.check_target(config["target"], has_gpu())
 except (ConfigError, registry.FamilyError) as exc:
     raise WorkflowError(f"Invalid configuration: {exc}") from None
 
