@@ -30,7 +30,8 @@ def _where(path) -> str:
     return out or "(top level)"
 
 
-_SCALARS = {"integer": int, "number": float, "boolean": lambda v: {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}[v.lower()]}
+_BOOLEANS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+_SCALARS = {"integer": int, "number": float, "boolean": lambda v: _BOOLEANS[v.lower()]}
 
 
 def coerce_scalars(config: dict) -> dict:
