@@ -8,7 +8,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# the default config, unless the command line names config files: those replace it (merged in
+# their order), in this process and in each cluster job alike (a cluster job is not told
+# --replace-workflow-config, so a merge with the default would give it other kernels)
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
@@ -29,7 +34,7 @@ include: "workflow/rules/report.smk"
 rule all:
     default_target: True
     input:
-        rules.publish.output,
+        expand(rules.publish.output, set=SETS),
 
 
 onerror:

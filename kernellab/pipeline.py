@@ -37,6 +37,28 @@ def logged(log_path: str | None):
 
 
 @contextlib.contextmanager
+def job(log_path: str | None, cache: str = "", slots: str = "", expect_set: str = "", gpu: int = 0):
+    """What a job sets up before its work: its log, the set's compile cache, a GPU of its own on
+    a multi-GPU host (``slots``: the lock folder), and, where the run names its GPU models, a
+    check that the GPU this job landed on is the one its result set is for."""
+    with logged(log_path):
+        if cache:
+            runtime.use_run_cache(cache)
+        if gpu and slots:
+            from kernellab import gpu_slots
+
+            device = gpu_slots.pin(slots)
+            log.info("GPU slot: %s", f"device {device}" if device is not None else
+                     f"none taken (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r})")
+        if expect_set:
+            from kernellab.hardware import check_identity
+            from kernellab.survey import hardware_slug
+
+            check_identity(expect_set, hardware_slug())
+        yield
+
+
+@contextlib.contextmanager
 def _to_log(log_path: str | None):
     if not log_path:
         yield

@@ -21,22 +21,17 @@ def has_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
-# Set by the workflow (workflow/rules/common.smk) to a directory beside the run's staging
-# set: every rule of one run shares Triton's compiled kernels, its autotune choices and
-# Inductor's compiled graphs, so check, bench, profile and ncu tune and compile once.
-CACHE_ENV = "KERNELLAB_CACHE"
-
-
-def use_run_cache() -> str | None:
-    """Point Triton and Inductor at the run's cache directory, if the workflow named one.
+def use_run_cache(root: str | None = None) -> str | None:
+    """Point Triton and Inductor at a result set's cache directory (the workflow passes it to
+    every job: its compiled kernels, autotune choices and Inductor graphs are shared by the
+    set's jobs, so check, bench, profile and ncu tune and compile once).
 
     The directory belongs to one result set (one machine): ``@triton.autotune``'s disk
     cache is keyed by the compile target (``cuda:90``), not the device, so a cache shared
     across machines of one architecture would carry one machine's choices to another.
-    Variables the user set already win. (Python's bytecode cache there, PYTHONPYCACHEPREFIX,
-    is set by the workflow itself: it must be in place before a job's interpreter starts.)
+    Variables the user set already win. (Python's bytecode cache, PYTHONPYCACHEPREFIX, is set
+    by the workflow itself: it must be in place before a job's interpreter starts.)
     """
-    root = os.environ.get(CACHE_ENV)
     if not root:
         return None
     os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))
@@ -47,7 +42,6 @@ def use_run_cache() -> str | None:
 
 def setup() -> str:
     """Choose the device and Triton's mode; returns ``"cuda"`` or ``"cpu"``."""
-    use_run_cache()
     if not has_gpu():
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if triton_interpreted():

@@ -4,7 +4,10 @@ rule survey:
     log:
         stage("logs/survey.log"),
     resources:
-        gpu=1,
+        gpu=GPU,
+        gpu_model=gpu_model,
+    params:
+        env=job_env,
     script:
         "../scripts/survey.py"
 

@@ -1,5 +1,6 @@
 # Helpers shared by every rule: config validation, the result set's name, target lists.
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 from kernellab import config as kl_config  # noqa: E402
 from kernellab import registry  # noqa: E402
 from kernellab.errors import ConfigError  # noqa: E402
+from kernellab.hardware import set_names  # noqa: E402
 from kernellab.survey import hardware_slug  # noqa: E402
 
 try:
@@ -29,35 +31,45 @@ try:
         logger.warning(f"kernel family {_name!r} skipped: {_why}")
         config["kernels"].pop(_name, None)
     kl_config.check(config)
-    if workflow.local_exec and not workflow.remote_exec:
+    if getattr(workflow.executor_plugin, "name", "") == "slurm":
+        from kernellab.cluster import check_slurm
+
+        check_slurm(config["hardware"])
+    elif workflow.local_exec and not workflow.remote_exec and not config["hardware"]:
         from kernellab.runtime import has_gpu
 
         kl_config.check_target(config["target"], has_gpu())
 except (ConfigError, registry.FamilyError) as exc:
     raise WorkflowError(f"Invalid configuration: {exc}") from None
 
-SET = hardware_slug() + (f"-{config['label']}" if config["label"] else "")
-STAGE = f"{config['staging']}/{SET}"
-RESULTS = f"{config['results']}/{SET}"
+# The result sets of this run: one per GPU model listed in `hardware` (on a cluster, each
+# measured on a node of that model), else this machine's. A set is the {set} wildcard of every
+# path, so one command measures every model; its GPU jobs check the model they land on.
+SETS = set_names(config["hardware"], config["label"]) or {
+    hardware_slug() + (f"-{config['label']}" if config["label"] else ""): None
+}
 # the command line of this run, for environment.json (a job's own argv is its script)
 os.environ.setdefault("KERNELLAB_COMMAND", " ".join(["snakemake"] + sys.argv[1:]))
-# compiled kernels and autotune choices shared by every job of this run (kernellab.runtime)
-RUN_CACHE = os.environ.setdefault(
-    "KERNELLAB_CACHE", str(Path(f"{STAGE}.cache").resolve())
+# the bytecode of the modules the jobs import (read-only site-packages would make every job
+# and worker compile torch._dynamo and _inductor's modules again): beside the staging sets,
+# never in a source tree, so it is written even where the environment says not to
+os.environ.setdefault(
+    "PYTHONPYCACHEPREFIX", str(Path(config["staging"], ".pycache").resolve())
 )
-# ... and the bytecode of the modules the jobs import (read-only site-packages would make
-# every job and worker compile torch._dynamo and _inductor's modules again); it lands in
-# the run's cache, never in a source tree, so it is written even where the environment
-# says not to write bytecode
-os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(RUN_CACHE, "pycache"))
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 KERNELS = sorted(config["kernels"])
 LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
-OTHER_SETS = sorted(
-    p.name
-    for p in Path(config["results"]).glob("*")
-    if p.is_dir() and p.name != SET and (p / "summary.csv").exists()
-)
+
+
+def other_sets(wildcards):
+    """The result sets beside this one that its report compares with."""
+    return sorted(
+        p.name
+        for p in Path(config["results"]).glob("*")
+        if p.is_dir() and p.name != wildcards.set and (p / "summary.csv").exists()
+    )
+
+
 FAMILY_DIRS = {k: registry.family(k).folder for k in KERNELS}
 
 
@@ -89,9 +101,15 @@ CUDA_SOURCES = sorted(
 
 wildcard_constraints:
     kernel="|".join(KERNELS),
+    set="|".join(re.escape(name) for name in SETS),
 
 
-CORE_CODE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernellab").glob("*.py"))
+# the harness's code; kernellab/testing.py serves the tests only (editing it reruns nothing)
+CORE_CODE = sorted(
+    str(p.relative_to(ROOT))
+    for p in (ROOT / "kernellab").glob("*.py")
+    if p.name != "testing.py"
+)
 
 
 def kernel_code(wildcards):
@@ -134,8 +152,37 @@ def kernel_job_config(*extra):
 
 
 def stage(path):
-    return f"{STAGE}/{path}"
+    return f"{config['staging']}/{{set}}/{path}"
 
 
 def per_kernel(pattern, kernels=None):
-    return expand(stage(pattern), kernel=KERNELS if kernels is None else kernels)
+    return expand(
+        stage(pattern),
+        kernel=KERNELS if kernels is None else kernels,
+        allow_missing=True,
+    )
+
+
+def run_cache(wildcards):
+    """Compiled kernels, autotune choices and Inductor graphs shared by the jobs of one set
+    (never between sets: Triton keys its cache by architecture, not by device)."""
+    return str(Path(config["staging"], f"{wildcards.set}.cache").resolve())
+
+
+def gpu_model(wildcards):
+    """The GPU model a set's jobs ask the cluster for ('' where none is named)."""
+    return SETS[wildcards.set] or ""
+
+
+# a GPU job's resources: one GPU (none on a CPU-only run) of its set's model
+GPU = 0 if config["target"] == "cpu" else 1
+GPU_SLOTS = str(Path(config["staging"], ".gpu-slots").resolve())
+
+
+def job_env(wildcards):
+    """What every job sets up before its work (kernellab.pipeline.job)."""
+    return {
+        "cache": run_cache(wildcards),
+        "slots": GPU_SLOTS,
+        "expect_set": wildcards.set if config["hardware"] else "",
+    }

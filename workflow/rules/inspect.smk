@@ -18,10 +18,12 @@ rule profile:
     log:
         stage("logs/profile.log"),
     resources:
-        gpu=1,
+        gpu=GPU,
+        gpu_model=gpu_model,
     params:
         kernels=KERNELS,
         config=job_config(KERNELS),
+        env=job_env,
     script:
         "../scripts/profile.py"
 
@@ -36,6 +38,7 @@ rule ptx:
     params:
         kernels=KERNELS,
         config=job_config(KERNELS, ["ptx"]),
+        env=job_env,
     script:
         "../scripts/ptx.py"
 
@@ -50,8 +53,10 @@ rule ncu:
     log:
         stage("logs/ncu/{kernel}.log"),
     resources:
-        gpu=1,
+        gpu=GPU,
+        gpu_model=gpu_model,
     params:
         config=kernel_job_config("ncu"),
+        env=job_env,
     script:
         "../scripts/ncu.py"

@@ -21,8 +21,10 @@ rule measure:
     log:
         stage("logs/measure/{kernel}.log"),
     resources:
-        gpu=1,
+        gpu=GPU,
+        gpu_model=gpu_model,
     params:
         config=kernel_job_config(),
+        env=job_env,
     script:
         "../scripts/measure.py"

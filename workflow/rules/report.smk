@@ -50,8 +50,8 @@ rule report:
         stage("logs/report.log"),
     params:
         results=config["results"],
-        others=OTHER_SETS,
-        set_name=SET,
+        others=other_sets,
+        set_name=lambda wildcards: wildcards.set,
     script:
         "../scripts/report.py"
 
@@ -60,10 +60,10 @@ rule publish:
     input:
         rules.report.output,
     output:
-        summary=f"{RESULTS}/summary.csv",
-        html=f"{RESULTS}/report.html",
+        summary=f"{config['results']}/{{set}}/summary.csv",
+        html=f"{config['results']}/{{set}}/report.html",
     log:
-        f"{config['staging']}/logs/publish-{SET}.log",
+        f"{config['staging']}/logs/publish-{{set}}.log",
     params:
         # STAGE and RESULTS, derived from the files (all report outputs lie in STAGE)
         stage=lambda wildcards, input: os.path.dirname(input[0]),

@@ -1,6 +1,6 @@
 from kernellab import pipeline
 
-with pipeline.logged(snakemake.log[0]):
+with pipeline.job(snakemake.log[0], gpu=snakemake.resources.get("gpu", 0), **snakemake.params.env):
     pipeline.profile(
         snakemake.params.config,
         snakemake.params.kernels,
