@@ -43,3 +43,9 @@ onerror:
         "finished jobs are kept, and rerunning the same command resumes.",
         file=sys.stderr,
     )
+
+
+onsuccess:
+    from kernellab.run_summary import run_summary
+
+    print(run_summary(config["results"], SETS), file=sys.stderr)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import sys
 import time
 from typing import Iterator
 
@@ -267,7 +268,11 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
     runs every program in Python, on the smallest shape per dtype). ``timeout_s`` holds
     for each implementation's worker."""
     checks, benches, tunes = [], [], []
-    for key in plan.impl_keys(family):
+    keys = plan.impl_keys(family)
+    sizes = {k: len(plan.cases(family, family.impls[k], for_check=True)) * len(seeds or [])
+             + len(plan.cases(family, family.impls[k])) for k in keys}
+    progress = Progress(family.name, sum(sizes.values()))
+    for key in keys:
         impl = family.impls[key]
         check_cases = plan.cases(family, impl, for_check=True) if seeds else []
         bench_cases = plan.cases(family, impl)
@@ -291,7 +296,29 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
         checks += _fill_missing(got["check"], problem, family, impl, check_cases, {"seed": seeds[0] if seeds else 0})
         if cfg is not None:
             benches += _fill_missing(got["bench"], problem, family, impl, bench_cases, {"mode": cfg.mode})
+        progress.done(key, sizes[key], problem)
     return checks, benches, tunes
+
+
+class Progress:
+    """One line on the terminal per implementation measured: cases done out of the family's,
+    time so far and an estimate of the time left. (A job's own output goes to its log; the
+    terminal is the process's original stderr, which Snakemake shows.)"""
+
+    def __init__(self, family: str, total: int, stream=None):
+        self.family, self.total, self.count = family, max(total, 1), 0
+        self.stream = stream
+        self.t0 = time.monotonic()
+
+    def done(self, impl: str, cases: int, problem: str = "") -> str:
+        self.count += cases
+        elapsed = time.monotonic() - self.t0
+        left = elapsed / self.count * (self.total - self.count) if self.count else float("nan")
+        line = (f"measure {self.family}: {impl} done, {self.count}/{self.total} cases, {elapsed:.0f} s"
+                + (f", about {left:.0f} s left" if self.count < self.total else "")
+                + (f" ({problem.splitlines()[0][:80]})" if problem else ""))
+        print(line, file=self.stream or sys.__stderr__, flush=True)
+        return line
 
 
 __all__ = ["CHECK_COLUMNS", "compare", "measure_family", "shape_str"]

@@ -81,3 +81,68 @@ def test_result_files_are_written_0644_under_umask_022(tmp_path):
     finally:
         os.umask(old)
     assert io.read_text(tmp_path / "c.ptx.gz") == "ptx"
+
+
+def test_a_ceiling_a_case_beats_is_raised_and_recorded():
+    import pandas as pd
+
+    from kernellab.aggregate import corrected_ceilings
+
+    survey = {"copy_gbps": 100.0, "matmul_tflops": {"fp16": 0.0025, "fp32": 0.1}}
+    df = pd.DataFrame([
+        {"kernel": "mm", "dtype": "fp16", "status": "ok", "check_status": "ok", "gbps": 1.0, "tflops": 0.006},
+        {"kernel": "mm", "dtype": "fp32", "status": "ok", "check_status": "ok", "gbps": 1.0, "tflops": 0.05},
+        {"kernel": "mm", "dtype": "fp32", "status": "failed", "check_status": "failed", "gbps": 1.0, "tflops": 9.0},
+        {"kernel": "add", "dtype": "fp32", "status": "ok", "check_status": "ok", "gbps": 120.0, "tflops": 0.01},
+    ])
+    out = corrected_ceilings(survey, df, {"mm": "compute", "add": "memory"})
+    assert out["matmul_tflops"] == {"fp16": 0.006, "fp32": 0.1}  # a failed case raises nothing
+    assert out["copy_gbps"] == 120.0
+    assert out["ceiling_corrected"] == {"fp16": {"survey": 0.0025, "observed": 0.006},
+                                        "copy": {"survey": 100.0, "observed": 120.0}}
+    assert survey["matmul_tflops"]["fp16"] == 0.0025  # the survey itself stays as measured
+
+
+def test_progress_lines_count_cases_and_estimate_the_rest(capsys):
+    import io as _io
+
+    from kernellab.harness import Progress
+
+    out = _io.StringIO()
+    progress = Progress("gelu", 30, stream=out)
+    progress.done("torch_naive", 10)
+    progress.done("triton", 20, problem="timeout after 5 s")
+    first, second = out.getvalue().splitlines()
+    assert first.startswith("measure gelu: torch_naive done, 10/30 cases, ") and "s left" in first
+    assert second.startswith("measure gelu: triton done, 30/30 cases, ") and "left" not in second
+    assert second.endswith("(timeout after 5 s)")
+
+
+def test_a_stamp_changes_only_with_its_files(tmp_path):
+    import os as _os
+
+    from kernellab import manifest
+
+    a = tmp_path / "a.py"
+    a.write_text("x = 1\n")
+    stamp = tmp_path / "code" / "k.sha256"
+    manifest.stamp(stamp, [a])
+    _os.utime(stamp, (1, 1))
+    manifest.stamp(stamp, [a])
+    assert stamp.stat().st_mtime == 1  # unchanged files: the stamp is not touched, nothing reruns
+    a.write_text("x = 2\n")
+    manifest.stamp(stamp, [a])
+    assert stamp.stat().st_mtime > 1
+
+
+def test_run_summary_counts_absences_apart_from_failures(tmp_path):
+    import pandas as pd
+
+    from kernellab.run_summary import run_summary
+
+    (tmp_path / "s1").mkdir()
+    pd.DataFrame({"status": ["ok", "unavailable", "error", "ok"],
+                  "check_status": ["ok", "unavailable", "error", "failed"]}).to_csv(tmp_path / "s1" / "summary.csv")
+    text = run_summary(tmp_path, ["s1", "s2"])
+    assert "s1: 4 cases: 1 ok, 2 failed, 1 unavailable here" in text
+    assert "s2: no summary.csv" in text and str(tmp_path / "s1" / "report.html") in text

@@ -16,7 +16,7 @@ os.environ.update(
 sys.path.insert(0, str(ROOT))
 
 from kernellab import config as kl_config  # noqa: E402
-from kernellab import registry  # noqa: E402
+from kernellab import manifest, registry  # noqa: E402
 from kernellab.errors import ConfigError  # noqa: E402
 from kernellab.hardware import set_names  # noqa: E402
 from kernellab.survey import hardware_slug  # noqa: E402
@@ -85,7 +85,7 @@ def folder_files(folder):
 
 
 # what the extension is built from: every family's folder, the shared headers, setup.py
-CUDA_SOURCES = sorted(
+CUDA_SOURCE_FILES = sorted(
     {
         f
         for d in registry.family_folders(
@@ -112,15 +112,27 @@ CORE_CODE = sorted(
 )
 
 
+CODE_DIR = Path(config["staging"], ".code")
+# the code of each family's jobs: its folder and the harness, as one stamp file each
+KERNEL_CODE = {
+    k: manifest.stamp(
+        CODE_DIR / f"{k}.sha256", folder_files(FAMILY_DIRS[k]) + CORE_CODE
+    )
+    for k in KERNELS
+}
+
+
 def kernel_code(wildcards):
-    """Everything in the kernel's folder and the harness: a change to either reruns its jobs."""
-    return folder_files(FAMILY_DIRS[wildcards.kernel]) + CORE_CODE
+    """The stamp of the kernel's folder and the harness: a change to either reruns its jobs."""
+    return KERNEL_CODE[wildcards.kernel]
 
 
-# every family's folder and the harness: the inputs of the rules that run all families in one job
-ALL_KERNEL_CODE = sorted(
-    {f for k in KERNELS for f in folder_files(FAMILY_DIRS[k])} | set(CORE_CODE)
+# every family's folder and the harness: the input of the rules that run all families in one job
+ALL_KERNEL_CODE = manifest.stamp(
+    CODE_DIR / "all.sha256",
+    {f for k in KERNELS for f in folder_files(FAMILY_DIRS[k])} | set(CORE_CODE),
 )
+CUDA_SOURCES = manifest.stamp(CODE_DIR / "cuda.sha256", CUDA_SOURCE_FILES)
 
 # the config sections each kind of job reads besides its kernels' own: passed to the job as its
 # params (and only these), so a change to any of them reruns it and nothing else can leak in
