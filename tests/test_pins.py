@@ -322,3 +322,10 @@ def test_compare_catches_requirements_pin_disagreement(tree):
     problems = compare(collect(tree))
     assert any(p.startswith("ruff:") and "pyproject.toml" in p and "envs/requirements-test.txt" in p
                for p in problems), problems
+
+
+def test_gpu_constraints_pair_the_base_image_torch_with_the_triton_pin(root):
+    gpu = read_requirements(root / "envs" / "constraints-gpu.txt")
+    base = re.search(r"^FROM pytorch/pytorch:(\d+\.\d+\.\d+)-", (root / "Dockerfile").read_text(), re.M)
+    assert gpu["torch"] == [f"=={base.group(1)}"]
+    assert gpu["triton"] == read_requirements(root / "envs" / "requirements.txt")["triton"]
