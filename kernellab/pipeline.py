@@ -354,6 +354,11 @@ def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = (
     os.replace(new, dest)
     if old.exists():
         shutil.rmtree(old)
+    # the set's compile cache (Triton kernels, autotune choices, Inductor graphs: 100+ MB) served
+    # this run's jobs; a rerun recompiles only what changed, which the cache would not hold anyway
+    cache = stage.with_name(f"{stage.name}.cache")
+    if cache.is_dir():
+        shutil.rmtree(cache, ignore_errors=True)
     log.info("published %s -> %s at %s", stage, dest, time.strftime("%H:%M:%S"))
 
 
