@@ -541,3 +541,16 @@ def test_git_info_prefers_the_commit_the_shipper_named(tmp_path, monkeypatch):
     assert git_info(tmp_path) == {"git_commit": sha, "git_dirty": None}
     monkeypatch.setenv("KERNELLAB_GIT_COMMIT", "not-a-sha")
     assert git_info(tmp_path) == {"git_commit": None, "git_dirty": None}  # no .git there either
+
+
+def test_expected_absences_are_listed_apart_from_failures(cpu):
+    """The CPU fixture's only non-ok rows are CUDA steps that cannot run without a GPU: no failure,
+    and one compact line per implementation and reason under 'Not run here'."""
+    html = cpu["html"]
+    failures = html.split('<section id="failures">', 1)[1].split("</section>", 1)[0]
+    assert "None in this run." in failures and "<table" not in failures
+    absences = html.split('<section id="absences">', 1)[1].split("</section>", 1)[0]
+    rows = summary_rows("cpu-x86_64")
+    keys = {(r["impl_key"], r["reason"]) for r in rows if r["status"] == "unavailable"}
+    assert absences.count("<tr") == len(keys) + 1  # one line per implementation and reason, plus the header
+    assert "## Not run here" in cpu["md"]

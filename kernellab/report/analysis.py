@@ -157,6 +157,7 @@ class View:
     environment_table: Table
     method: list[str]
     failures: Table
+    absences: Table
     summary: Table
     geomean: Table
     roofline: Image | None
@@ -317,9 +318,27 @@ def method(res: Results) -> list[str]:
 
 
 # ------------------------------------------------------------------ summary
+ABSENT = "unavailable"  # expected absences (no GPU, no ncu, no extension): not failures
+
+
+def absences_table(res: Results) -> Table:
+    """What could not run here, one line per implementation and reason (the kernels listed)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in res.summary:
+        if r["status"] == ABSENT:
+            groups.setdefault((r["impl_key"], r["reason"]), []).append(r)
+    t = Table(["implementation", "kernels", "cases", "why"], numeric=[False, False, True, False])
+    for (key, reason), rows in sorted(groups.items()):
+        kernels = sorted({r["kernel"] for r in rows})
+        t.add([key, ", ".join(kernels), str(len(rows)), reason or fmt.NA])
+    return t
+
+
 def failures_table(res: Results) -> Table:
     groups: dict[tuple, list[dict]] = {}
     for r in res.summary:
+        if r["status"] == ABSENT:
+            continue
         if r["status"] != "ok" or check_failed(r):
             if r["status"] != "ok":
                 status = r["status"]
@@ -1228,6 +1247,7 @@ def build(res: Results, others: list[Results]) -> View:
         environment_table=environment_table(res),
         method=method(res),
         failures=failures_table(res),
+        absences=absences_table(res),
         summary=summary_table(res, metrics),
         geomean=geomean_table(res),
         roofline=roof,
