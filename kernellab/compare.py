@@ -14,7 +14,18 @@ import pandas as pd
 from kernellab.stats import classify
 
 KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
-COLUMNS = KEY + ["median_a_us", "median_b_us", "change", "verdict", "a", "b"]
+# time_ratio: b's median over a's (above 1, b is slower); change = time_ratio - 1; verdict: b
+# against a (FASTER: b is faster). The report's "time ratio other / this" runs the same way.
+COLUMNS = KEY + ["median_a_us", "median_b_us", "time_ratio", "change", "verdict", "a", "b"]
+
+
+def chosen_others(this: str, available: list[str], also: list[str] | tuple = ()) -> list[str]:
+    """The sets a set's report compares with: those of its kind (GPU with GPU, CPU with CPU:
+    a CPU set against a GPU one says only SLOWER), plus any the config names (compare.with)."""
+    def kind(name: str) -> str:
+        return "cpu" if name.startswith("cpu-") else "gpu"
+
+    return sorted(n for n in available if n != this and (kind(n) == kind(this) or n in also))
 
 
 def _load(path: Path) -> pd.DataFrame:
@@ -35,7 +46,7 @@ def compare_sets(summary_a: Path, summary_b: Path, name_a: str, name_b: str, thr
         rb = {k: r[f"{k}_b"] for k in ("median_us", "p20_us", "p80_us", "stdrel")}
         verdict, change = classify(ra, rb, threshold)
         rows.append({**{k: r[k] for k in KEY}, "median_a_us": ra["median_us"], "median_b_us": rb["median_us"],
-                     "change": change, "verdict": verdict, "a": name_a, "b": name_b})
+                     "time_ratio": change + 1, "change": change, "verdict": verdict, "a": name_a, "b": name_b})
     df = pd.DataFrame(rows, columns=COLUMNS)
     if min_us > 0:
         df = df[df["median_a_us"] > min_us]

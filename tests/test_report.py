@@ -554,3 +554,13 @@ def test_expected_absences_are_listed_apart_from_failures(cpu):
     keys = {(r["impl_key"], r["reason"]) for r in rows if r["status"] == "unavailable"}
     assert absences.count("<tr") == len(keys) + 1  # one line per implementation and reason, plus the header
     assert "## Not run here" in cpu["md"]
+
+
+
+def test_comparisons_are_chosen_by_kind():
+    from kernellab.compare import chosen_others
+
+    sets = ["cpu-x86_64", "cpu-aarch64", "nvidia-h100", "nvidia-h200"]
+    assert chosen_others("nvidia-h200", sets) == ["nvidia-h100"]
+    assert chosen_others("cpu-x86_64", sets) == ["cpu-aarch64"]
+    assert chosen_others("cpu-x86_64", sets, also=["nvidia-h200"]) == ["cpu-aarch64", "nvidia-h200"]

@@ -62,12 +62,15 @@ LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
 
 
 def other_sets(wildcards):
-    """The result sets beside this one that its report compares with."""
-    return sorted(
+    """The result sets beside this one that its report compares with (kernellab.compare)."""
+    from kernellab.compare import chosen_others
+
+    available = [
         p.name
         for p in Path(config["results"]).glob("*")
-        if p.is_dir() and p.name != wildcards.set and (p / "summary.csv").exists()
-    )
+        if p.is_dir() and (p / "summary.csv").exists()
+    ]
+    return chosen_others(wildcards.set, available, config["compare"]["with"])
 
 
 FAMILY_DIRS = {k: registry.family(k).folder for k in KERNELS}
