@@ -34,49 +34,64 @@ def _validate(cfg):
     kl_config.check(cfg)
 
 
+def _example_kernel() -> str:
+    """A kernel of the test config to break: vectors, no parameters, a Triton implementation, no
+    TF32 (picked from the registry)."""
+    for name in BASE["kernels"]:
+        fam = registry.families().get(name)
+        if (fam and fam.shape_rank == (1,) and not fam.params and "tf32" not in fam.dtypes
+                and "triton" in fam.impls):
+            return name
+    raise AssertionError("config/test.yaml has no kernel the bad-config tests can break")
+
+
+K = _example_kernel()
 BAD = [
     # (id, config, text the message must contain)
-    ("unknown-kernel", _with("kernels.gelux", {"dtypes": ["fp32"], "shapes": [1024]}), "gelux"),
-    ("unknown-impl", _with("kernels.gelu.impls", ["cuda@nope"]), "cuda@nope"),
-    ("unknown-dtype", _with("kernels.gelu.dtypes", ["fp64"]), "fp64"),
-    ("dtype-not-supported", _with("kernels.vector_add.dtypes", ["tf32"]), "tf32"),
-    ("zero-size", _with("kernels.gelu.shapes", [0]), "0"),
-    ("negative-size", _with("kernels.gelu.shapes", [-5]), "-5"),
-    ("non-integer-size", _with("kernels.gelu.shapes", [3.5]), "3.5"),
-    ("non-numeric-size", _with("kernels.gelu.shapes", ["abc"]), "abc"),
-    ("zero-dimension", _with("kernels.gelu.cpu_shapes", ["4096x0"]), "4096x0"),
-    ("wrong-rank", _with("kernels.vector_add.shapes", ["64x64"]), "64x64"),
+    ("unknown-kernel", _with(f"kernels.{K}x", {"dtypes": ["fp32"], "shapes": [1024]}), f"{K}x"),
+    ("unknown-impl", _with(f"kernels.{K}.impls", ["cuda@nope"]), "cuda@nope"),
+    ("unknown-dtype", _with(f"kernels.{K}.dtypes", ["fp64"]), "fp64"),
+    ("dtype-not-supported", _with(f"kernels.{K}.dtypes", ["tf32"]), "tf32"),
+    ("zero-size", _with(f"kernels.{K}.shapes", [0]), "0"),
+    ("negative-size", _with(f"kernels.{K}.shapes", [-5]), "-5"),
+    ("non-integer-size", _with(f"kernels.{K}.shapes", [3.5]), "3.5"),
+    ("non-numeric-size", _with(f"kernels.{K}.shapes", ["abc"]), "abc"),
+    ("zero-dimension", _with(f"kernels.{K}.cpu_shapes", ["4096x0"]), "4096x0"),
+    ("wrong-rank", _with(f"kernels.{K}.shapes", ["64x64"]), "64x64"),
     ("wrong-type-budget", _with("timing.budget_s", "fast"), "fast"),
-    ("empty-dtypes", _with("kernels.gelu.dtypes", []), "dtypes"),
-    ("empty-shapes", _with("kernels.gelu.shapes", []), "shapes"),
+    ("empty-dtypes", _with(f"kernels.{K}.dtypes", []), "dtypes"),
+    ("empty-shapes", _with(f"kernels.{K}.shapes", []), "shapes"),
     ("unknown-top-level-key", _with("kernals", {}), "kernals"),
-    ("unknown-kernel-key", _with("kernels.gelu.shape", [1024]), "shape"),
-    ("duplicate-case", _with("kernels.gelu.shapes", [4099, "4099"]), "duplicate"),
-    ("unknown-param", _with("kernels.gelu.params", {"p": [0.1]}), "'p'"),
+    ("unknown-kernel-key", _with(f"kernels.{K}.shape", [1024]), "shape"),
+    ("duplicate-case", _with(f"kernels.{K}.shapes", [4099, "4099"]), "duplicate"),
+    ("unknown-param", _with(f"kernels.{K}.params", {"p": [0.1]}), "'p'"),
     ("bad-timing-mode", _with("timing.mode", "hot"), "hot"),
     ("too-few-seeds", _with("check.seeds", [0]), "seeds"),
     ("duplicate-seeds", _with("check.seeds", [0, 0, 1]), "seeds"),
     ("no-kernels", _with("kernels", {}), "kernels"),
     ("min-over-max-samples", _with("timing.min_samples", 5000), "min_samples"),
-    ("empty-impls", _with("kernels.gelu.impls", []), "impls"),
+    ("empty-impls", _with(f"kernels.{K}.impls", []), "impls"),
     ("bad-label", _with("label", "my run"), "my run"),
-    ("isolate-not-bool", _with("isolate", "yes"), "yes"),
+    ("isolate-not-bool", _with("isolate", "maybe"), "maybe"),
     ("negative-threshold", _with("compare.threshold", -1), "-1"),
-    ("shape-wrong-type", _with("kernels.gelu.shapes", [[1024]]), "1024"),
-    ("missing-dtypes", _with("kernels.gelu.dtypes", None), "dtypes"),
-    ("impl-dtype-not-run", _with("kernels.gelu.impl_dtypes", {"triton": ["fp16"]}), "fp16"),
-    ("impl-dtypes-unknown-impl", _with("kernels.gelu.impl_dtypes", {"nope": ["fp32"]}), "nope"),
+    ("shape-wrong-type", _with(f"kernels.{K}.shapes", [[1024]]), "1024"),
+    ("missing-dtypes", _with(f"kernels.{K}.dtypes", None), "dtypes"),
+    ("impl-dtype-not-run", _with(f"kernels.{K}.impl_dtypes", {"triton": ["fp16"]}), "fp16"),
+    ("impl-dtypes-unknown-impl", _with(f"kernels.{K}.impl_dtypes", {"nope": ["fp32"]}), "nope"),
 ]
 
 
 def test_impl_dtypes_limit_an_implementation():
     from kernellab.cases import kernel_plan
 
-    fam = registry.family("matmul")
-    plan = kernel_plan("matmul", {"dtypes": ["fp16", "bf16", "fp32"], "shapes": ["64x64x64"],
-                                  "impl_dtypes": {"compiled_max_autotune": ["bf16"]}}, "gpu")
-    assert {c.dtype for c in plan.cases(fam, fam.impls["compiled_max_autotune"])} == {"bf16"}
-    assert {c.dtype for c in plan.cases(fam, fam.impls["compiled"])} == {"fp16", "bf16", "fp32"}
+    # a family with several dtypes and two implementations that support them all, from the registry
+    fam, limited, other = next((f, *keys) for _, f in sorted(registry.families().items()) if len(f.dtypes) >= 2
+                               for keys in [[k for k, i in f.impls.items() if i.dtypes is None][:2]] if len(keys) == 2)
+    shape = 64 if fam.shape_rank[0] == 1 else "x".join(["64"] * fam.shape_rank[0])
+    plan = kernel_plan(fam.name, {"dtypes": list(fam.dtypes), "shapes": [shape],
+                                  "impl_dtypes": {limited: [fam.dtypes[-1]]}}, "gpu")
+    assert {c.dtype for c in plan.cases(fam, fam.impls[limited])} == {fam.dtypes[-1]}
+    assert {c.dtype for c in plan.cases(fam, fam.impls[other])} == set(fam.dtypes)
 
 
 @pytest.mark.parametrize("cfg,needle", [(c, n) for _, c, n in BAD], ids=[i for i, _, _ in BAD])
@@ -90,12 +105,19 @@ def test_at_least_twenty_bad_configs():
     assert len(BAD) >= 20
 
 
-@pytest.mark.parametrize("p", [1.0, -0.1, 1.5])
-def test_dropout_p_outside_unit_interval(p):
-    if "dropout" not in registry.families():
-        pytest.skip("dropout family not registered")
-    cfg = _with("kernels.dropout", {"dtypes": ["fp32"], "shapes": [4096], "params": {"p": [p]}})
-    with pytest.raises(Exception, match="p"):
+RANGED = [(name, param, lo, hi) for name, fam in sorted(registry.families().items())
+          for param, (lo, hi) in fam.param_ranges.items()]
+
+
+@pytest.mark.parametrize("where", ["at_high", "below", "above"])
+@pytest.mark.parametrize("name,param,lo,hi", RANGED, ids=[f"{n}-{p}" for n, p, _, _ in RANGED])
+def test_param_outside_its_range(name, param, lo, hi, where):
+    """A family's parameter outside its [lo, hi) range is rejected, naming the parameter."""
+    value = {"at_high": hi, "below": lo - 0.1, "above": hi + 0.5}[where]
+    fam = registry.family(name)
+    shape = 4096 if fam.shape_rank[0] == 1 else "x".join(["4096"] * fam.shape_rank[0])
+    cfg = _with(f"kernels.{name}", {"dtypes": [fam.dtypes[0]], "shapes": [shape], "params": {param: [value]}})
+    with pytest.raises(Exception, match=param):
         _validate(cfg)
 
 
@@ -107,7 +129,7 @@ def test_shipped_configs_are_valid():
 def test_snakemake_rejects_a_bad_config_before_any_job(tmp_path):
     """The Snakefile validates at parse time: a dry run fails and names the problem."""
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(_with("kernels.gelu.dtypes", ["fp64"])))
+    bad.write_text(yaml.safe_dump(_with(f"kernels.{K}.dtypes", ["fp64"])))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(bad),
                            "--directory", str(ROOT)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode != 0

@@ -11,11 +11,17 @@ from kernellab import cuda_build, ncu, registry
 from kernellab import ptx as ptxmod
 
 ROOT = Path(__file__).resolve().parents[1]
+# a concrete CUDA step and Triton implementation, picked from the registry
+CUDA_STEP = next((name, key) for name, fam in sorted(registry.families().items())
+                 for key, impl in fam.impls.items() if impl.backend == "cuda" and impl.supports("fp32"))
+TRITON_IMPL = next((name, key) for name, fam in sorted(registry.families().items())
+                   for key, impl in fam.impls.items() if impl.backend == "triton" and impl.compile_specs
+                   and impl.supports("fp32"))
 
 
 def test_ncu_absent_is_recorded_unavailable(monkeypatch):
     monkeypatch.setattr(ncu.shutil, "which", lambda name: None)
-    [row] = ncu.profile_steps("gelu", [("cuda@vec4", "fp32")], "1024", "build.json", timeout_s=5)
+    [row] = ncu.profile_steps(CUDA_STEP[0], [(CUDA_STEP[1], "fp32")], "1024", "build.json", timeout_s=5)
     assert row["status"] == "unavailable" and "ncu" in row["reason"]
 
 
@@ -27,7 +33,7 @@ def test_ncu_refusal_is_recorded_with_its_message(monkeypatch):
 
     monkeypatch.setattr(ncu.shutil, "which", lambda name: "/usr/bin/ncu")
     monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done())
-    [row] = ncu.profile_steps("gelu", [("cuda@vec4", "fp32")], "1024", "build.json", timeout_s=5)
+    [row] = ncu.profile_steps(CUDA_STEP[0], [(CUDA_STEP[1], "fp32")], "1024", "build.json", timeout_s=5)
     assert row["status"] == "unavailable" and "ERR_NVGPUCTRPERM" in row["reason"]
 
 
@@ -53,9 +59,10 @@ def test_missing_cuobjdump_keeps_ptx_and_says_why(tmp_path):
 import json
 from kernellab import cuda_build, registry, ptx
 cuda_build.find_cuobjdump = lambda: None
-fam = registry.family("gelu")
+fam = registry.family({TRITON_IMPL[0]!r})
 from pathlib import Path
-print("RESULT" + json.dumps(ptx.triton_entries(fam, fam.impls["triton"], ["fp32"], Path({str(tmp_path)!r}), 90)))
+print("RESULT" + json.dumps(ptx.triton_entries(fam, fam.impls[{TRITON_IMPL[1]!r}], ["fp32"], Path({str(tmp_path)!r}),
+                                                90)))
 """
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -71,8 +78,8 @@ def test_missing_nvcc_makes_cuda_ptx_unavailable(monkeypatch, tmp_path):
         raise cuda_build.ToolNotFound("nvcc not found")
 
     monkeypatch.setattr(cuda_build, "ptx_and_sass", no_nvcc)
-    fam = registry.family("gelu")
-    entries = ptxmod.cuda_entries(fam, fam.impls["cuda@vec4"], tmp_path, 90, {})
+    fam = registry.family(CUDA_STEP[0])
+    entries = ptxmod.cuda_entries(fam, fam.impls[CUDA_STEP[1]], tmp_path, 90, {})
     assert [e["status"] for e in entries] == ["unavailable"]
     assert "nvcc" in entries[0]["reason"]
 

@@ -27,6 +27,12 @@ SCRIPT = "<script>alert(1)</script>"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+def all_md(out) -> str:
+    """report.md and the kernel pages beside it, as one text."""
+    pages = [out / "report.md", *sorted(out.glob("report-*.md"))]
+    return "\n".join(p.read_text(encoding="utf-8") for p in pages)
+
+
 @pytest.fixture(scope="module")
 def gpu(tmp_path_factory):
     out = tmp_path_factory.mktemp("report-gpu")
@@ -35,7 +41,8 @@ def gpu(tmp_path_factory):
         "out": out,
         "files": files,
         "html": (out / "report.html").read_text(encoding="utf-8"),
-        "md": (out / "report.md").read_text(encoding="utf-8"),
+        "md": all_md(out),
+        "summary_md": (out / "report.md").read_text(encoding="utf-8"),
         "log": (out / "KERNEL_LOG.md").read_text(encoding="utf-8"),
     }
 
@@ -47,7 +54,8 @@ def cpu(tmp_path_factory):
     return {
         "out": out,
         "html": (out / "report.html").read_text(encoding="utf-8"),
-        "md": (out / "report.md").read_text(encoding="utf-8"),
+        "md": all_md(out),
+        "summary_md": (out / "report.md").read_text(encoding="utf-8"),
         "log": (out / "KERNEL_LOG.md").read_text(encoding="utf-8"),
     }
 
@@ -217,7 +225,7 @@ def test_markdown_tables_keep_their_shape(tmp_path):
         w.writeheader()
         w.writerows(rows)
     render(root, "evil", tmp_path / "out")
-    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    md = all_md(tmp_path / "out")
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     tables = md_tables(md)
     assert len(tables) > 10
@@ -564,3 +572,14 @@ def test_comparisons_are_chosen_by_kind():
     assert chosen_others("nvidia-h200", sets) == ["nvidia-h100"]
     assert chosen_others("cpu-x86_64", sets) == ["cpu-aarch64"]
     assert chosen_others("cpu-x86_64", sets, also=["nvidia-h200"]) == ["cpu-aarch64", "nvidia-h200"]
+
+
+
+@pytest.mark.parametrize("which", ["gpu", "cpu"])
+def test_report_md_is_a_short_summary_linking_each_kernel_page(which, request):
+    rendered = request.getfixturevalue(which)
+    summary = rendered["summary_md"]
+    assert len(summary.splitlines()) < 400
+    pages = re.findall(r"\]\((report-[a-z0-9_-]+\.md)\)", summary)
+    assert pages and all((rendered["out"] / page).is_file() for page in pages)
+    assert sorted(pages) == sorted(p.name for p in rendered["out"].glob("report-*.md"))

@@ -136,6 +136,11 @@ class KernelView:
     def md_anchor(self) -> str:
         return gh_anchor(self.title)
 
+    @property
+    def md_page(self) -> str:
+        """The kernel's own Markdown page, beside report.md."""
+        return f"report-{html_id(self.name)}.md"
+
 
 @dataclass
 class ComparisonView:

@@ -183,7 +183,14 @@ def render(
 
     html = html_env().get_template("report.html.j2").render(v=view, css=_css(), kernel_log=KERNEL_LOG)
     written["report.html"] = _write(out_dir / "report.html", _tidy_html(html))
+    # report.md is a summary page that reads on GitHub; each kernel's detail is a page beside it
     md = md_env().get_template("report.md.j2").render(v=view, kernel_log=KERNEL_LOG)
     written["report.md"] = _write(out_dir / "report.md", _tidy_md(md))
+    page = md_env().get_template("report_kernel.md.j2")
+    for k in view.kernels:
+        written[k.md_page] = _write(out_dir / k.md_page, _tidy_md(page.render(v=view, k=k, kernel_log=KERNEL_LOG)))
+    for stale in out_dir.glob("report-*.md"):
+        if stale.name not in written:
+            stale.unlink()
     written[KERNEL_LOG] = _write(out_dir / KERNEL_LOG, kernel_log(results_root / hardware))
     return dict(sorted(written.items()))

@@ -1,6 +1,7 @@
-"""Matmul and matmul + ReLU: every implementation that runs here against the float64
-reference, the Triton kernel's tiling and epilogue, its autotune configs, the sm_90
-code it compiles to, and the CUDA SGEMM ladder's registration.
+"""Matmul's own tests: the Triton kernel's tiling, strides and precision, its autotune configs
+per dtype, the sm_90 code it compiles to, the CUDA SGEMM ladder's registration and (on a GPU) its
+steps. The generic tests (every implementation against the reference at awkward shapes, every
+autotune config) are in tests/test_families.py.
 
 On a machine without a GPU the Triton kernel runs in Triton's interpreter, with the
 fixes of ``kernellab.triton_compat`` (applied by ``runtime.setup``). Tests marked ``gpu``
@@ -9,31 +10,23 @@ run on the H200.
 
 from __future__ import annotations
 
-import json
 import math
-import os
+import re
 import subprocess
-import sys
 
 import pytest
 import torch
 import triton
 
-from kernellab import registry, runtime
+from kernellab import runtime
 from kernellab.errors import Unavailable
+from kernellab.testing import cuda_rel_err, empty_like_nan, randn_cuda
 from kernellab.triton_utils import force_config
 
-mm = registry.module("matmul")
+from .. import matmul as mm
+from . import FAMILY as MATMUL
 
-MATMUL = registry.family("matmul")
-MATMUL_RELU = registry.family("matmul_relu")
-FAMILIES = {"matmul": MATMUL, "matmul_relu": MATMUL_RELU}
-DTYPES = ("fp32", "tf32", "bf16", "fp16")
-# odd shapes (M, N, K): a single element, sizes that are no multiple of anything,
-# K a little over a power of two, and a small one with several tiles per dimension
-SHAPES = [(1, 1, 1), (17, 33, 65), (64, 48, 40)]
-CPU_IMPLS = ("torch_naive", "torch_fused", "triton", "compiled")
-WRITES_OUT = ("torch_fused", "triton")  # the implementations that must return ``out`` itself
+DTYPES = MATMUL.dtypes
 # a small config, forced, so that small shapes still span several tiles and groups
 SMALL = triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}, num_warps=4, num_stages=2)
 DEVICE = runtime.device()
@@ -68,17 +61,6 @@ def check(got, ref, dtype, shape):
 
 
 # --------------------------------------------------------------------- correctness
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("key", CPU_IMPLS)
-@pytest.mark.parametrize("name", sorted(FAMILIES))
-def test_matches_reference(name, key, dtype, shape):
-    got, ref, out = run(FAMILIES[name], key, shape, dtype)
-    check(got, ref, dtype, shape)
-    if key in WRITES_OUT:
-        assert got.data_ptr() == out.data_ptr(), f"{key} must write into out"
-
-
 def test_compiled_max_autotune_tiny():
     shape = (17, 33, 65)
     got, ref, _ = run(MATMUL, "compiled_max_autotune", shape, "fp32")
@@ -91,10 +73,9 @@ def test_compiled_max_autotune_tiny():
 def test_triton_many_tiles(dtype, shape):
     """16x16x16 tiles in groups of 2 tile-rows: several tiles in M and N, a K tail, and
     a last group of one tile-row (33 rows = 3 tile-rows); every element written once."""
-    for family in FAMILIES.values():
-        with force_config(mm.matmul_kernel, SMALL):
-            got, ref, out = run(family, "triton", shape, dtype, seed=3)
-        check(got, ref, dtype, shape)
+    with force_config(mm.matmul_kernel, SMALL):
+        got, ref, out = run(MATMUL, "triton", shape, dtype, seed=3)
+    check(got, ref, dtype, shape)
 
 
 def test_triton_strided_inputs():
@@ -110,29 +91,9 @@ def test_triton_strided_inputs():
     assert err <= runtime.TOLERANCE["fp32"]
 
 
-@pytest.mark.parametrize("key", CPU_IMPLS)
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_relu_epilogue(dtype, key):
-    """Entries whose reference is negative are exactly 0; the others are the matmul."""
-    shape = (40, 36, 33)
-    got, ref, _ = run(MATMUL_RELU, key, shape, dtype, seed=11)
-    pre = MATMUL.reference(*(x.double() for x in MATMUL.make_inputs(shape, dtype, DEVICE, 11)))
-    negative = (pre < -1e-3).cpu()  # clearly negative, whatever the rounding of the sum
-    assert 0.2 < float(negative.double().mean()) < 0.8, "inputs should give both signs"
-    got = got.cpu()
-    assert bool((got[negative] == 0).all())
-    assert bool((got >= 0).all())
-    check(got, ref, dtype, shape)
-
-
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_relu_is_only_the_epilogue(dtype):
-    """Same kernel, same config: relu(triton matmul) equals triton matmul_relu exactly."""
-    shape = (33, 40, 50)
-    with force_config(mm.matmul_kernel, SMALL):
-        plain, _, _ = run(MATMUL, "triton", shape, dtype, seed=2)
-        fused, _, _ = run(MATMUL_RELU, "triton", shape, dtype, seed=2)
-    assert torch.equal(torch.relu(plain), fused)
+def test_torch_fused_writes_into_out():
+    got, _, out = run(MATMUL, "torch_fused", (17, 33, 65), "fp32")
+    assert got.data_ptr() == out.data_ptr()
 
 
 # --------------------------------------------------------------------- precision, configs
@@ -170,14 +131,24 @@ def test_configs_per_dtype(dtype):
     assert [mm._tile_of(c) for c in kept] == [mm._tile_of(c) for c in configs]
 
 
+def test_first_config_is_the_first_the_prune_keeps():
+    from kernellab.triton_utils import first_config
+
+    a = torch.randn(8, 8)
+    args = (a, a, a, 8, 8, 8, 8, 1, 8, 1, 8, 1)
+    fp32 = first_config(mm.matmul_kernel, args, {"INPUT_PRECISION": "ieee", "TMA_OK": False})
+    assert fp32 is mm.configs_for("fp32")[0]
+    half = first_config(mm.matmul_kernel, (a.half(), a.half(), a.half()) + args[3:],
+                        {"INPUT_PRECISION": "ieee", "TMA_OK": True})
+    assert half is mm.matmul_kernel.configs[0] and half is not fp32
+
+
 # --------------------------------------------------------------------- family metadata
 def test_counts_and_inputs():
     shape = (4096, 2048, 1024)
     M, N, K = shape
     assert MATMUL.flops(shape, "bf16") == 2 * M * N * K
-    assert MATMUL_RELU.flops(shape, "bf16") == 2 * M * N * K + M * N
     assert MATMUL.bytes_moved(shape, "bf16") == (M * K + K * N + M * N) * 2
-    assert MATMUL_RELU.bytes_moved(shape, "fp32") == (M * K + K * N + M * N) * 4
     a, b = MATMUL.make_inputs((64, 32, 256), "fp32", "cpu", 0)
     assert a.shape == (64, 256) and b.shape == (256, 32)
     c = a @ b
@@ -189,11 +160,13 @@ def test_counts_and_inputs():
     assert MATMUL.out_like(a16, b16).shape == (8, 16) and MATMUL.out_like(a16, b16).dtype == torch.bfloat16
 
 
+SGEMM_STEPS = ["naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
+               "autotuned"]
+
+
 def test_sgemm_ladder_registered():
     steps = MATMUL.ladders()["cuda_sgemm"]
-    names = ["naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
-             "autotuned"]
-    assert [s.step for s in steps] == names
+    assert [s.step for s in steps] == SGEMM_STEPS
     assert [s.order for s in steps] == list(range(1, 9))
     for s in steps:
         assert s.dtypes == ("fp32",) and not s.supports("bf16")
@@ -204,7 +177,6 @@ def test_sgemm_ladder_registered():
     # each step predicts a higher share of cuBLAS than the one before
     assert all(p[0] <= q[0] for p, q in zip(pcts, pcts[1:], strict=False))
     assert steps[-1].expect_pct_of_peak[0] >= 80
-    assert "cuda" not in {i.impl for i in MATMUL_RELU.impls.values()}
 
 
 def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
@@ -226,65 +198,35 @@ def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
     assert MATMUL.impls["cuda@autotuned"].fn is mm.sgemm_autotuned
 
 
-@pytest.mark.skipif(runtime.has_gpu(), reason="checks the CPU behaviour of CUDA steps")
-@pytest.mark.parametrize("step", ["naive", "autotuned"])
-def test_sgemm_unavailable_without_gpu(step):
-    a, b = MATMUL.make_inputs((4, 4, 4), "fp32", "cpu", 0)
-    with pytest.raises(Unavailable):
-        MATMUL.impls[f"cuda@{step}"].fn(MATMUL.out_like(a, b), a, b)
-
-
 # --------------------------------------------------------------------- sm_90 code
-_PTX_SCRIPT = r"""
-import json, re, sys
-from kernellab import registry
-from kernellab.triton_utils import compile_asm
-out = {}
-for fam, dtype in [("matmul", "bf16"), ("matmul", "fp16"), ("matmul", "tf32"), ("matmul", "fp32"),
-                   ("matmul_relu", "bf16")]:
-    for spec in registry.impl(fam, "triton").compile_specs(dtype):
-        ptx = compile_asm(spec, 90)["ptx"]
-        out[f"{fam}/{dtype}"] = {
-            "wgmma": sorted(set(re.findall(r"wgmma\.mma_async\.\S+", ptx))),
-            "cp_async_16": len(re.findall(r"cp\.async\.cg\.shared\.global.*, 0x10", ptx)),
-            "fma": len(re.findall(r"\bfma\.rn\.f32", ptx)),
-            "max": len(re.findall(r"\bmax\.f32", ptx)),
-            "local": len(re.findall(r"\b(ld|st)\.local", ptx)),
-        }
-print("RESULT" + json.dumps(out))
-"""
+def _ptx(sm90_ptx, dtype, family="matmul"):
+    texts = [t for label, t in sm90_ptx.items() if label.startswith(f"{family}/triton/{dtype}/")]
+    assert texts, f"no compile spec for {family} {dtype}"
+    return texts
 
 
-@pytest.fixture(scope="module")
-def sm90_code(root):
-    """Cross-compile the compile specs for sm_90 in a fresh process: with the
-    interpreter on, @triton.jit kernels in this one cannot be compiled."""
-    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(root)}
-    proc = subprocess.run([sys.executable, "-c", _PTX_SCRIPT], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
-    return json.loads(line[len("RESULT"):])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_sm90_16bit_uses_wgmma(sm90_ptx, dtype):
+    ty = {"bf16": "bf16", "fp16": "f16"}[dtype]  # PTX type names
+    texts = _ptx(sm90_ptx, dtype)
+    for ptx in texts:
+        wgmma = set(re.findall(r"wgmma\.mma_async\.\S+", ptx))
+        assert any(f".f32.{ty}.{ty}" in w for w in wgmma), wgmma  # fp32 accumulator, 16-bit operands
+    assert any(re.search(r"cp\.async\.cg\.shared\.global.*, 0x10", ptx) for ptx in texts), \
+        "16-byte asynchronous global->shared copies"
 
 
-@pytest.mark.parametrize("case", ["matmul/bf16", "matmul/fp16", "matmul_relu/bf16"])
-def test_sm90_16bit_uses_wgmma(sm90_code, case):
-    got = sm90_code[case]
-    ty = {"bf16": "bf16", "fp16": "f16"}[case.split("/")[1]]  # PTX type names
-    assert any(f".f32.{ty}.{ty}" in w for w in got["wgmma"]), got  # fp32 accumulator, 16-bit operands
-    assert got["cp_async_16"] > 0, "16-byte asynchronous global->shared copies"
-    assert got["local"] == 0, "no register spills"
+def test_sm90_precisions(sm90_ptx):
+    for ptx in _ptx(sm90_ptx, "tf32"):
+        assert any(".tf32.tf32" in w for w in re.findall(r"wgmma\.mma_async\.\S+", ptx))
+    for ptx in _ptx(sm90_ptx, "fp32"):
+        assert not re.search(r"wgmma\.mma_async", ptx), "fp32 with TF32 off must stay on the FMA units"
+        assert re.search(r"\bfma\.rn\.f32", ptx)
 
 
-def test_sm90_precisions(sm90_code):
-    assert any(".tf32.tf32" in w for w in sm90_code["matmul/tf32"]["wgmma"])
-    fp32 = sm90_code["matmul/fp32"]
-    assert not fp32["wgmma"] and fp32["fma"] > 0, "fp32 with TF32 off must stay on the FMA units"
-
-
-def test_sm90_relu_in_epilogue(sm90_code):
-    assert sm90_code["matmul_relu/bf16"]["max"] > 0
-    assert sm90_code["matmul/bf16"]["max"] == 0
+def test_sm90_no_relu_in_the_plain_epilogue(sm90_ptx):
+    for ptx in _ptx(sm90_ptx, "bf16"):
+        assert not re.search(r"\bmax\.f32", ptx)
 
 
 # --------------------------------------------------------------------- GPU (H200)
@@ -300,8 +242,6 @@ def test_gpu_triton_odd_shapes(dtype):
             with force_config(mm.matmul_kernel, config):
                 got, ref, _ = run(MATMUL, "triton", shape, dtype)
             check(got, ref, dtype, shape)
-    got, ref, _ = run(MATMUL_RELU, "triton", (512, 384, 256), dtype)
-    check(got, ref, dtype, (512, 384, 256))
 
 
 @pytest.mark.gpu
@@ -314,8 +254,7 @@ def test_gpu_fp32_is_ieee():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("step", [s for s in ("naive", "coalesced", "smem_tiling", "blocktile_1d",
-                                              "blocktile_2d", "vectorized", "warptile")])
+@pytest.mark.parametrize("step", SGEMM_STEPS[:-1])
 def test_gpu_sgemm_ladder(step):
     from kernellab import cuda_ext
 
@@ -332,3 +271,52 @@ def test_gpu_sgemm_ladder(step):
     except (RuntimeError, ValueError):
         return
     check(got, ref, "fp32", (127, 129, 65))
+
+
+# ---- the CUDA op itself (torch.ops.kernellab.sgemm) -------------------------------------------------
+# "autotuned:<i>": the tile shapes of the autotuned variant (kSgemmAutotunedConfigs)
+SGEMM_CONFIGS = [f"autotuned:{i}" for i in range(8)]
+SGEMM_SHAPES = [(127, 129, 65), (128, 128, 128), (1, 1, 1), (33, 7, 5), (256, 260, 64), (64, 96, 4),
+                (130, 132, 20), (300, 200, 129)]
+
+
+def test_sgemm_registers_for_occupancy(cuda_resources):
+    """Two blocks of 256 threads per SM: at most 128 registers in the warptile step."""
+    regs = [r["registers"] for r in cuda_resources["rows"] if r["base"] == "sgemm_warptile"]
+    assert regs and max(regs) <= 128
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", SGEMM_STEPS + SGEMM_CONFIGS)
+@pytest.mark.parametrize("m,n,k", SGEMM_SHAPES)
+def test_gpu_sgemm(kl_ops, variant, m, n, k):
+    a, b = randn_cuda((m, k), torch.float32, 13), randn_cuda((k, n), torch.float32, 14)
+    c = empty_like_nan(torch.empty((m, n), device="cuda"))
+    kl_ops.sgemm(a, b, c, variant)
+    assert cuda_rel_err(c, a.double() @ b.double()) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["vectorized", "warptile", "autotuned"] + SGEMM_CONFIGS)
+def test_gpu_sgemm_misaligned_and_empty_k(kl_ops, variant):
+    a, b = randn_cuda((64, 128), torch.float32, 15, misalign=True), randn_cuda((128, 64), torch.float32, 16)
+    c = empty_like_nan(torch.empty((64, 64), device="cuda"), misalign=True)
+    kl_ops.sgemm(a, b, c, variant)  # not 16-byte aligned: the scalar instantiation
+    assert cuda_rel_err(c, a.double() @ b.double()) < 1e-5
+    z = torch.full((5, 3), float("nan"), device="cuda")
+    kl_ops.sgemm(torch.empty((5, 0), device="cuda"), torch.empty((0, 3), device="cuda"), z, variant)
+    assert torch.equal(z, torch.zeros_like(z))
+
+
+@pytest.mark.gpu
+def test_gpu_errors_name_the_op_and_the_problem(kl_ops):
+    x = torch.randn(10, device="cuda")
+    with pytest.raises(RuntimeError, match="sgemm: a has dtype BFloat16"):
+        h = x.bfloat16()
+        kl_ops.sgemm(h.view(2, 5), h.view(5, 2), torch.empty_like(h[:4]).view(2, 2), "naive")
+    with pytest.raises(RuntimeError, match="sgemm: unknown config in 'autotuned:8'"):
+        kl_ops.sgemm(x.view(2, 5), x.view(5, 2), torch.empty(2, 2, device="cuda"), "autotuned:8")
+    with pytest.raises(RuntimeError, match="only 'autotuned' takes a config"):
+        kl_ops.sgemm(x.view(2, 5), x.view(5, 2), torch.empty(2, 2, device="cuda"), "warptile:0")
+    with pytest.raises(RuntimeError, match="inner sizes differ"):
+        kl_ops.sgemm(x.view(2, 5), x.view(2, 5), torch.empty(2, 5, device="cuda"), "naive")

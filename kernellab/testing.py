@@ -1,0 +1,120 @@
+"""Helpers shared by the generic tests (tests/) and the family folders' own tests
+(kernels/<family>/test_<family>.py): one call with a NaN-poisoned output, the harness's check,
+and the relative error. Nothing here names a family."""
+
+from __future__ import annotations
+
+import math
+
+from kernellab import runtime
+from kernellab.harness import compare
+
+
+def run(fam, fn, shape, dtype, seed=0, device=None, **params):
+    """(result, inputs, out) of one call of ``fn`` on the family's inputs, ``out`` poisoned
+    with NaN first (an element the implementation does not write then fails)."""
+    device = runtime.device() if device is None else device
+    inputs = fam.make_inputs(shape, dtype, device, seed, **params)
+    out = fam.out_like(*inputs, **params)
+    if out.is_floating_point():
+        out.fill_(math.nan)
+    with runtime.matmul_precision(dtype):
+        got = fn(out, *inputs, **params)
+    runtime.synchronize()
+    return got, inputs, out
+
+
+def float64(inputs):
+    import torch
+
+    return [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+
+
+def reference(fam, inputs, **params):
+    import torch
+
+    with torch.no_grad():
+        return fam.reference(*float64(inputs), **params)
+
+
+def verdict(fam, got, inputs, shape, dtype, **params) -> dict:
+    """The harness's check: the family's own ``validate``, else the float64 reference with the
+    family's tolerance and error floor. ``{"status": "ok" | "failed", "reason": ...}``."""
+    if fam.validate is not None:
+        v = fam.validate(got, inputs, dtype=dtype, **params)
+        return {"status": "ok" if v["ok"] else "failed", "reason": v.get("reason", "")}
+    ref = reference(fam, inputs, **params)
+    floor = float(fam.error_floor(*float64(inputs), **params)) if fam.error_floor is not None else 0.0
+    tol = fam.tolerance(shape, dtype) if fam.tolerance is not None else None
+    return compare(got, ref, dtype, tol, floor)
+
+
+def check(fam, got, inputs, out, shape, dtype, **params) -> None:
+    """Assert the result has the output's dtype and passes the harness's check."""
+    assert got.dtype == out.dtype, f"result dtype {got.dtype}, the family's output is {out.dtype}"
+    v = verdict(fam, got, inputs, shape, dtype, **params)
+    assert v["status"] == "ok", v["reason"]
+
+
+def rel_error(got, ref) -> float:
+    """Relative-norm error; inf when an element is not finite (unwritten, NaN-poisoned)."""
+    import torch
+
+    assert tuple(got.shape) == tuple(ref.shape), f"shape {tuple(got.shape)} != {tuple(ref.shape)}"
+    got = got.detach().double().cpu()
+    ref = ref.detach().double().cpu()
+    if not bool(torch.isfinite(got).all()):
+        return math.inf
+    return float(torch.linalg.vector_norm(got - ref)) / max(float(torch.linalg.vector_norm(ref)), 1e-300)
+
+
+# ---- GPU tests of the CUDA ops themselves (torch.ops.kernellab.*) --------------------------------
+def randn_cuda(shape, dtype, seed, scale=1.0, offset=0.0, misalign=False):
+    """Normal values on the GPU; ``misalign``: a view one element past a 16-byte boundary."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    n = math.prod(shape)
+    flat = (torch.randn(n + 1, generator=g) * scale + offset).to(dtype).cuda()
+    return (flat[1:] if misalign else flat[:n]).view(shape)
+
+
+def empty_like_nan(x, misalign=False):
+    import torch
+
+    buf = torch.full((x.numel() + 1,), float("nan"), dtype=x.dtype, device=x.device)
+    return (buf[1:] if misalign else buf[: x.numel()]).view(x.shape)
+
+
+def cuda_rel_err(out, ref) -> float:
+    import torch
+
+    out, ref = out.double(), ref.double()
+    assert torch.isfinite(out).all(), "non-finite values in the output (unwritten elements?)"
+    return float((out - ref).norm() / ref.norm().clamp_min(1e-30))
+
+
+CUDA_TOL = {"float32": 1e-5, "bfloat16": 8e-3}  # by torch dtype name, for the CUDA op tests
+
+
+def cuda_tol(dtype) -> float:
+    return CUDA_TOL[str(dtype).removeprefix("torch.")]
+
+
+def sass_functions(text: str) -> dict[str, str]:
+    """cuobjdump --dump-sass output -> {mangled function name: its SASS}."""
+    import re
+
+    parts = re.split(r"^\s*Function : (\S+)\s*$", text, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def nvcc_or_skip() -> str:
+    import pytest
+
+    from kernellab import cuda_build
+
+    nvcc = cuda_build.find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found: install the CUDA toolkit (or put nvcc on PATH / set CUDA_HOME)")
+    return nvcc

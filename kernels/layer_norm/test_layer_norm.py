@@ -1,0 +1,93 @@
+"""Layer norm's own tests: a large mean, strided rows, what ``recording`` captures of its
+autotuned launch, and (on a GPU) precompiling for the tuner and the CUDA op. The generic tests
+are in tests/test_families.py."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from kernellab import runtime
+from kernellab.testing import check, cuda_rel_err, cuda_tol, empty_like_nan, randn_cuda, rel_error
+
+from . import FAMILY as fam
+from . import layer_norm_tuned
+
+DEVICE = runtime.device()
+
+
+def test_large_mean():
+    """mean / std = 15000: the looped kernel's shifted sums keep the variance accurate, where
+    E[x^2] - E[x]^2 in fp32 is off by a factor of about 60. What remains (about 3e-4) is the
+    rounding of the mean to fp32 (ulp(300) / 2 against a std of 0.02), as in PyTorch (1e-3)."""
+    x, w, b = fam.make_inputs((2, 9000), "fp32", DEVICE, 4)
+    x = x * 0.01 + 300.0
+    out = fam.out_like(x, w, b).fill_(math.nan)
+    got = fam.impls["triton"].fn(out, x, w, b)
+    assert rel_error(got, fam.reference(x.double(), w.double(), b.double())) <= 2e-3
+
+
+def test_row_stride():
+    """A view with a row stride larger than its width (the last column cut off)."""
+    x, w, b = fam.make_inputs((5, 40), "fp32", DEVICE, 3)
+    x, w, b = x[:, :33], w[:33].contiguous(), b[:33].contiguous()
+    for key in (k for k, i in fam.impls.items() if i.backend == "triton"):
+        out = fam.out_like(x, w, b).fill_(math.nan)
+        check(fam, fam.impls[key].fn(out, x, w, b), (x, w, b), out, (5, 33), "fp32")
+
+
+def test_recording_captures_autotuned_launches_without_running():
+    """Inside ``recording()`` an autotuned launch is recorded (its JIT function, the configs
+    kept for the call, tensors as their dtype), and nothing runs."""
+    from kernellab.triton_utils import kept_configs, recording
+
+    x, w, b = fam.make_inputs((3, 1000), "fp32", DEVICE, 0)
+    out = torch.full_like(x, math.nan)
+    with recording() as rec:
+        fam.impls["triton"].fn(out, x, w, b)
+    assert bool(torch.isnan(out).all()), "a recorded launch must not run"
+    ((fn, configs, args, kwargs),) = rec
+    assert fn is layer_norm_tuned.fn
+    assert args[:4] == (torch.float32,) * 4 and args[4:6] == (3, 1000)
+    assert kwargs == {"BLOCK_COLS": 1024}
+    assert configs == kept_configs(layer_norm_tuned, (x, w, b, out, 3, 1000), kwargs)
+    assert len(configs) > 1 and not any(c.kwargs["LOOPED"] for c in configs)
+
+
+def test_bytes_and_flops():
+    assert fam.bytes_moved((8, 100), "bf16") == (2 * 800 + 200) * 2
+    assert fam.flops((8, 100), "fp32") >= 800
+
+
+@pytest.mark.gpu
+def test_precompile_leaves_nothing_for_the_tuner_to_compile():
+    """After ``autotune.precompile`` the tuning call finds every kept config compiled."""
+    from kernellab import autotune
+    from kernellab.cases import Case
+
+    fn = layer_norm_tuned.fn
+    case = Case(fam.name, "triton", (64, 2000), "bf16")
+    autotune.precompile(fam, fam.impls["triton"], [case], DEVICE, workers=4)
+    compiled = sum(len(c[0]) for c in fn.device_caches.values())
+    x, w, b = fam.make_inputs(case.shape, "bf16", DEVICE, 0)
+    out = torch.empty_like(x)
+    got = fam.impls["triton"].fn(out, x, w, b)
+    assert sum(len(c[0]) for c in fn.device_caches.values()) == compiled
+    check(fam, got, (x, w, b), out, case.shape, "bf16")
+
+
+ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (7, 8), (300, 33)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_gpu_cuda_op(kl_ops, dtype, shape):
+    x = randn_cuda(shape, dtype, 5, scale=2.0, offset=1.5)
+    w, b = randn_cuda(shape[-1:], dtype, 6, offset=1.0), randn_cuda(shape[-1:], dtype, 7)
+    out = empty_like_nan(x)
+    kl_ops.layer_norm(x, w, b, out, 1e-5, "block")
+    ref = torch.nn.functional.layer_norm(x.double(), shape[-1:], w.double(), b.double(), 1e-5)
+    assert cuda_rel_err(out, ref) < cuda_tol(dtype)

@@ -1,0 +1,55 @@
+"""RMS norm's own tests: strided rows, the sm_90 code's loads, and (on a GPU) the CUDA op.
+The generic tests are in tests/test_families.py."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+
+from kernellab import runtime
+from kernellab.testing import check, cuda_rel_err, cuda_tol, empty_like_nan, randn_cuda
+
+from . import FAMILY as fam
+
+DEVICE = runtime.device()
+
+
+def test_row_stride():
+    """A view with a row stride larger than its width (the last column cut off)."""
+    x, w = fam.make_inputs((5, 40), "fp32", DEVICE, 3)
+    x, w = x[:, :33], w[:33].contiguous()
+    for key in (k for k, i in fam.impls.items() if i.backend == "triton"):
+        out = fam.out_like(x, w).fill_(math.nan)
+        check(fam, fam.impls[key].fn(out, x, w), (x, w), out, (5, 33), "fp32")
+
+
+def test_bytes_and_flops():
+    assert fam.bytes_moved((8, 100), "fp32") == (2 * 800 + 100) * 4
+    assert fam.flops((8, 100), "fp32") >= 800
+
+
+def test_sm90_only_16_byte_loads(sm90_ptx):
+    labels = [label for label in sm90_ptx if label.startswith(f"{fam.name}/")]
+    assert labels
+    for label in labels:
+        loads = re.findall(r"\bld\.global[\w.:]*", sm90_ptx[label])
+        assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
+
+
+ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (7, 8), (300, 33)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_gpu_cuda_op(kl_ops, dtype, shape):
+    x = randn_cuda(shape, dtype, 8, scale=2.0, offset=0.5)
+    w = randn_cuda(shape[-1:], dtype, 9, offset=1.0)
+    out = empty_like_nan(x)
+    kl_ops.rms_norm(x, w, out, 1e-6, "block")
+    xd = x.double()
+    ref = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
+    assert cuda_rel_err(out, ref) < cuda_tol(dtype)

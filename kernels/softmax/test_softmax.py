@@ -1,0 +1,100 @@
+"""Softmax's own tests: rows sum to one, large offsets do not overflow, a skipped last row or
+column fails, its ladder, strided rows, the sm_90 code's loads, and (on a GPU) the CUDA op.
+The generic tests (every implementation against the reference, every autotune config) are in
+tests/test_families.py."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+
+from kernellab import runtime
+from kernellab.testing import check, cuda_rel_err, cuda_tol, empty_like_nan, randn_cuda, rel_error
+
+from . import FAMILY as fam
+
+DEVICE = runtime.device()
+TRITON = [k for k, i in fam.impls.items() if i.backend == "triton"]
+
+
+def test_rows_sum_to_one():
+    x = fam.make_inputs((6, 8193), "fp32", DEVICE, 1)[0]
+    for key in TRITON:
+        out = fam.out_like(x).fill_(math.nan)
+        y = fam.impls[key].fn(out, x).double()
+        assert torch.allclose(y.sum(-1), torch.ones(6, dtype=torch.float64), atol=1e-5), key
+        assert bool((y >= 0).all()), key
+
+
+def test_large_offsets_do_not_overflow():
+    """exp(x - max): rows of values near 1000 (exp(1000) overflows fp32) stay finite."""
+    x = fam.make_inputs((3, 1000), "fp32", DEVICE, 2)[0] + 1000.0
+    ref = fam.reference(x.double())
+    for key in TRITON:
+        out = torch.full_like(x, math.nan)
+        assert rel_error(fam.impls[key].fn(out, x), ref) <= 1e-5, key
+
+
+def test_skipped_last_row_or_column_fails():
+    """An implementation that does not write its last row, or its last column, fails."""
+    fn = fam.impls["triton@autotuned"].fn
+    (x,) = fam.make_inputs((3, 1000), "fp32", DEVICE, 0)
+    ref = fam.reference(x.double())
+    out = fam.out_like(x).fill_(math.nan)
+    fn(out[:-1], x[:-1])
+    assert rel_error(out, ref) == math.inf
+    out = fam.out_like(x).fill_(math.nan)
+    fn(out[:, :-1], x[:, :-1])
+    assert rel_error(out, ref) == math.inf
+    fn(out, x)
+    assert rel_error(out, ref) <= 1e-5  # the same call on everything passes
+
+
+def test_row_stride():
+    """A view with a row stride larger than its width (the last column cut off)."""
+    x = fam.make_inputs((5, 40), "fp32", DEVICE, 3)[0][:, :33]
+    for key in TRITON:
+        out = fam.out_like(x).fill_(math.nan)
+        check(fam, fam.impls[key].fn(out, x), (x,), out, (5, 33), "fp32")
+
+
+def test_ladder():
+    steps = fam.ladders()["softmax"]
+    assert [s.step for s in steps] == ["naive", "fused_row", "online", "autotuned"]
+    assert [s.key for s in steps] == ["torch_naive@naive", "triton@fused_row", "triton@online",
+                                      "triton@autotuned"]
+    for s in steps:
+        assert s.idea and s.prediction and any(c.isdigit() for c in s.prediction), s.key
+        lo, hi = s.expect_pct_of_peak
+        assert 0 < lo < hi <= 100
+    assert steps[-1].triton_kernels  # the autotuned step lists its autotuned kernels
+
+
+def test_bytes_and_flops():
+    assert fam.bytes_moved((4096, 1000), "fp32") == 2 * 4096 * 1000 * 4
+    assert fam.flops((8, 100), "fp32") >= 800
+
+
+def test_sm90_only_16_byte_loads(sm90_ptx):
+    labels = [label for label in sm90_ptx if label.startswith(f"{fam.name}/")]
+    assert labels
+    for label in labels:
+        loads = re.findall(r"\bld\.global[\w.:]*", sm90_ptx[label])
+        assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
+
+
+ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (7, 8), (300, 33)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_gpu_cuda_op(kl_ops, dtype, shape):
+    x = randn_cuda(shape, dtype, 4, scale=4.0)
+    out = empty_like_nan(x)
+    kl_ops.softmax(x, out, "block")
+    assert cuda_rel_err(out, torch.softmax(x.double(), dim=-1)) < cuda_tol(dtype)
+
