@@ -23,7 +23,7 @@ import pandas as pd
 KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
 
 COLUMNS = [
-    "kernel", "impl", "backend", "step", "ladder", "impl_key", "shape", "numel", "dtype", "params",
+    "kernel", "bound", "impl", "backend", "step", "ladder", "impl_key", "shape", "numel", "dtype", "params",
     "status", "reason", "mode", "median_us", "p20_us", "p80_us", "mean_us", "iqr_us", "stdrel", "n_samples",
     "converged", "graph_us", "throttled_samples", "sm_clock_mhz", "mem_clock_mhz", "bytes", "flops", "gbps",
     "tflops", "pct_of_peak_bw", "pct_of_peak_flops", "pct_of_datasheet_bw", "pct_of_datasheet_flops",
@@ -108,6 +108,7 @@ def summarize_run(bench: pd.DataFrame, check: pd.DataFrame, survey: dict, bounds
     secs = df["median_us"] * 1e-6
     df["gbps"] = df["bytes"] / secs / 1e9
     df["tflops"] = df["flops"] / secs / 1e12
+    df["bound"] = df["kernel"].map(lambda k: bounds.get(k, "memory"))
     survey = corrected_ceilings(survey, df, bounds)
     datasheet = survey.get("datasheet") or {}
     bw_rows, fl_rows, dbw_rows, dfl_rows = [], [], [], []
