@@ -583,3 +583,19 @@ def test_report_md_is_a_short_summary_linking_each_kernel_page(which, request):
     pages = re.findall(r"\]\((report-[a-z0-9_-]+\.md)\)", summary)
     assert pages and all((rendered["out"] / page).is_file() for page in pages)
     assert sorted(pages) == sorted(p.name for p in rendered["out"].glob("report-*.md"))
+
+
+def test_roofs_raised_where_a_case_beat_the_survey(tmp_path):
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "fast")
+    env_path = root / "fast" / "environment.json"
+    env = json.loads(env_path.read_text())
+    survey = json.loads((root / "fast" / "survey.json").read_text())
+    old = survey["matmul_tflops"]["fp32"]
+    env["ceiling_corrected"] = {"fp32": {"survey": old, "observed": old * 2}}
+    env_path.write_text(json.dumps(env))
+    from kernellab.report.load import load
+
+    assert load(root, "fast").survey["matmul_tflops"]["fp32"] == old * 2
+    render(root, "fast", tmp_path / "out")
+    assert "Roofs raised to what a correct case reached" in (tmp_path / "out" / "report.html").read_text()

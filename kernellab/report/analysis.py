@@ -990,6 +990,11 @@ def roofline_image(res: Results) -> tuple[Image | None, str]:
         )
     data = plots.roofline(points, res.survey, res.hardware)
     note = f"{len(points)} correct cases drawn."
+    corrected = res.environment.get("ceiling_corrected") or {}
+    if isinstance(corrected, dict) and corrected:
+        note += (" Roofs raised to what a correct case reached, where it beat the survey's figure: "
+                 + "; ".join(f"{k} {fmt.text(v.get('survey'))} → {fmt.text(v.get('observed'))}"
+                             for k, v in sorted(corrected.items()) if isinstance(v, dict)) + ".")
     if zero:
         note += f" {zero} case(s) with zero FLOPs cannot be drawn on a log axis."
     if data is None:
