@@ -599,3 +599,23 @@ def test_roofs_raised_where_a_case_beat_the_survey(tmp_path):
     assert load(root, "fast").survey["matmul_tflops"]["fp32"] == old * 2
     render(root, "fast", tmp_path / "out")
     assert "Roofs raised to what a correct case reached" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_no_tick_labels_overlap_even_on_a_narrow_log_axis():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from kernellab.report import plots
+
+    fig = Figure(figsize=(3.2, 2.4))
+    ax = fig.add_subplot()
+    ax.plot([20000, 45000], [1, 2])  # under a decade: matplotlib labels the minor ticks
+    ax.set_xscale("log")
+    assert plots.overlapping_tick_labels(fig), "the case this guards against: minor labels collide"
+    plots.drop_overlapping_tick_labels(fig)
+    assert plots.overlapping_tick_labels(fig) == []
+    visible = [t.label1.get_text() for t in ax.xaxis.get_major_ticks() + ax.xaxis.get_minor_ticks()
+               if t.label1.get_visible() and t.label1.get_text()]
+    assert visible, "the axis keeps labels"
