@@ -146,3 +146,31 @@ def test_run_summary_counts_absences_apart_from_failures(tmp_path):
     text = run_summary(tmp_path, ["s1", "s2"])
     assert "s1: 4 cases: 1 ok, 2 failed, 1 unavailable here" in text
     assert "s2: no summary.csv" in text and str(tmp_path / "s1" / "report.html") in text
+
+
+def test_ctrl_c_in_a_running_script_exits_130_with_one_line(tmp_path):
+    import signal
+    import time
+
+    code = ("import sys, time\nfrom kernellab import pipeline\n"
+            f"with pipeline.logged({str(tmp_path / 'job.log')!r}):\n"
+            "    print('ready', file=sys.__stderr__, flush=True)\n    time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr.readline().strip() == "ready"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130
+    assert err.strip() == pipeline.INTERRUPTED and "Traceback" not in err
+
+
+def test_the_run_says_interrupted_only_when_it_was(tmp_path):
+    from kernellab.run_summary import stopped_message
+
+    log = tmp_path / "snakemake.log"
+    log.write_text("Select jobs to execute...\nTerminating processes on user request, this might take some time.\n")
+    assert stopped_message(str(log)) == "kernellab: interrupted: rerun the same command to resume"
+    assert stopped_message([str(log)]) == stopped_message(str(log))  # Snakemake 9 hands a list
+    log.write_text("Error in rule measure:\n")
+    assert "a job failed" in stopped_message(str(log))
+    assert "a job failed" in stopped_message(None)
