@@ -118,6 +118,32 @@ def test_progress_lines_count_cases_and_estimate_the_rest(capsys):
     assert second.endswith("(timeout after 5 s)")
 
 
+def test_a_long_implementation_says_it_is_running_every_few_seconds():
+    import io as _io
+
+    from kernellab.harness import Progress
+
+    now = [0.0]
+    out = _io.StringIO()
+    progress = Progress("gelu", 30, stream=out, every_s=15, clock=lambda: now[0])
+    now[0] = 5.0
+    assert progress.running("triton", 2) is None  # quiet within 15 s of the last line
+    now[0] = 20.0
+    line = progress.running("triton", 6)  # 6 of 30 in 20 s: 24 left, about 80 s
+    assert line == "measure gelu: triton running, 6/30 cases, 20 s, about 80 s left"
+    now[0] = 25.0
+    assert progress.running("triton", 7) is None
+    assert out.getvalue().splitlines() == [line]
+
+
+def test_a_worker_reports_each_record_as_it_arrives():
+    from kernellab import isolate
+
+    seen = []
+    records, problem = isolate.run(lambda: iter([{"a": 1}, {"a": 2}]), 30, isolate=False, progress=seen.append)
+    assert problem == "" and [r for r in seen if r is not None] == records == [{"a": 1}, {"a": 2}]
+
+
 def test_a_stamp_changes_only_with_its_files(tmp_path):
     import os as _os
 
