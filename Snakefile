@@ -38,11 +38,9 @@ rule all:
 
 
 onerror:
-    print(
-        "kernellab: the run stopped before its end (a job failed, or it was interrupted): "
-        "finished jobs are kept, and rerunning the same command resumes.",
-        file=sys.stderr,
-    )
+    from kernellab.run_summary import stopped_message
+
+    print(stopped_message(log), file=sys.stderr)
 
 
 onsuccess:

@@ -285,7 +285,15 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
             tune = (tune_cases, tune_cfg, compile_workers)
         work = functools.partial(measure_impl, family, impl, check_cases, bench_cases, seeds or [], cfg, device,
                                  tune)
-        records, problem = isolate.run(work, timeout_s, isolate=isolate_workers, label=f"{family.name} {impl.key}")
+        rows = [0]  # check and bench rows of this implementation so far
+
+        def running(record, key=key, rows=rows):
+            if record is not None and record[0] in ("check", "bench"):
+                rows[0] += 1
+            progress.running(key, rows[0])
+
+        records, problem = isolate.run(work, timeout_s, isolate=isolate_workers, label=f"{family.name} {impl.key}",
+                                       progress=running)
         got = {"autotune": [], "check": [], "bench": []}
         for kind, row in records:
             got[kind].append(row)
@@ -305,20 +313,31 @@ class Progress:
     time so far and an estimate of the time left. (A job's own output goes to its log; the
     terminal is the process's original stderr, which Snakemake shows.)"""
 
-    def __init__(self, family: str, total: int, stream=None):
+    def __init__(self, family: str, total: int, stream=None, every_s: float = 15.0, clock=time.monotonic):
         self.family, self.total, self.count = family, max(total, 1), 0
-        self.stream = stream
-        self.t0 = time.monotonic()
+        self.stream, self.every_s, self.clock = stream, every_s, clock
+        self.t0 = self.last = clock()
 
-    def done(self, impl: str, cases: int, problem: str = "") -> str:
-        self.count += cases
-        elapsed = time.monotonic() - self.t0
-        left = elapsed / self.count * (self.total - self.count) if self.count else float("nan")
-        line = (f"measure {self.family}: {impl} done, {self.count}/{self.total} cases, {elapsed:.0f} s"
-                + (f", about {left:.0f} s left" if self.count < self.total else "")
+    def _line(self, impl: str, state: str, count: int, problem: str = "") -> str:
+        self.last = self.clock()
+        elapsed = self.last - self.t0
+        left = elapsed / count * (self.total - count) if count else float("nan")
+        line = (f"measure {self.family}: {impl} {state}, {count}/{self.total} cases, {elapsed:.0f} s"
+                + (f", about {left:.0f} s left" if 0 < count < self.total else "")
                 + (f" ({problem.splitlines()[0][:80]})" if problem else ""))
         print(line, file=self.stream or sys.__stderr__, flush=True)
         return line
+
+    def running(self, impl: str, rows: int) -> str | None:
+        """While an implementation runs (a Triton one under the interpreter can take minutes):
+        a line at most every ``every_s`` seconds, so a job is never silent for long."""
+        if self.clock() - self.last < self.every_s:
+            return None
+        return self._line(impl, "running", min(self.count + rows, self.total))
+
+    def done(self, impl: str, cases: int, problem: str = "") -> str:
+        self.count += cases
+        return self._line(impl, "done", self.count, problem)
 
 
 __all__ = ["CHECK_COLUMNS", "compare", "measure_family", "shape_str"]

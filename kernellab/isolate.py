@@ -32,24 +32,29 @@ def _child(conn, work: Callable[[], Iterator[dict]]) -> None:
 
 
 def run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool = True,
-        label: str = "") -> tuple[list[dict], str]:
+        label: str = "", progress: Callable[[object], None] | None = None) -> tuple[list[dict], str]:
     """Collect the records ``work()`` yields. Returns (records, problem) where problem is
     '' when the child finished, else what went wrong (timeout, crash, death). With a
-    ``label``, the rule's log gets one line: records, wall time and any problem."""
+    ``label``, the rule's log gets one line: records, wall time and any problem.
+    ``progress`` is called with each record as it arrives, and with None about once a
+    second while the worker is busy (for progress lines)."""
     t0 = time.perf_counter()
-    records, problem = _run(work, timeout_s, isolate)
+    records, problem = _run(work, timeout_s, isolate, progress)
     if label:
         log.info("%s: %d records in %.1f s%s", label, len(records), time.perf_counter() - t0,
                  f" ({problem})" if problem else "")
     return records, problem
 
 
-def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool) -> tuple[list[dict], str]:
+def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool,
+         progress: Callable[[object], None] | None = None) -> tuple[list[dict], str]:
+    progress = progress or (lambda record: None)
     if not isolate:
         records = []
         try:
             for r in work():
                 records.append(r)
+                progress(r)
         except Exception as exc:  # noqa: BLE001
             return records, f"error: {type(exc).__name__}: {exc}"
         return records, ""
@@ -80,6 +85,7 @@ def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool) ->
                 problem = f"error: {msg['__crash__']}"
                 break
             records.append(msg)
+            progress(msg)
         elif not proc.is_alive():
             # drain what it sent before dying
             while parent.poll(0):
@@ -91,6 +97,8 @@ def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool) ->
                     records.append(msg)
             problem = f"error: worker process died (exit code {proc.exitcode})"
             break
+        else:
+            progress(None)
     proc.join(5)
     if proc.is_alive():
         proc.kill()

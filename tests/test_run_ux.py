@@ -118,6 +118,32 @@ def test_progress_lines_count_cases_and_estimate_the_rest(capsys):
     assert second.endswith("(timeout after 5 s)")
 
 
+def test_a_long_implementation_says_it_is_running_every_few_seconds():
+    import io as _io
+
+    from kernellab.harness import Progress
+
+    now = [0.0]
+    out = _io.StringIO()
+    progress = Progress("gelu", 30, stream=out, every_s=15, clock=lambda: now[0])
+    now[0] = 5.0
+    assert progress.running("triton", 2) is None  # quiet within 15 s of the last line
+    now[0] = 20.0
+    line = progress.running("triton", 6)  # 6 of 30 in 20 s: 24 left, about 80 s
+    assert line == "measure gelu: triton running, 6/30 cases, 20 s, about 80 s left"
+    now[0] = 25.0
+    assert progress.running("triton", 7) is None
+    assert out.getvalue().splitlines() == [line]
+
+
+def test_a_worker_reports_each_record_as_it_arrives():
+    from kernellab import isolate
+
+    seen = []
+    records, problem = isolate.run(lambda: iter([{"a": 1}, {"a": 2}]), 30, isolate=False, progress=seen.append)
+    assert problem == "" and [r for r in seen if r is not None] == records == [{"a": 1}, {"a": 2}]
+
+
 def test_a_stamp_changes_only_with_its_files(tmp_path):
     import os as _os
 
@@ -146,3 +172,31 @@ def test_run_summary_counts_absences_apart_from_failures(tmp_path):
     text = run_summary(tmp_path, ["s1", "s2"])
     assert "s1: 4 cases: 1 ok, 2 failed, 1 unavailable here" in text
     assert "s2: no summary.csv" in text and str(tmp_path / "s1" / "report.html") in text
+
+
+def test_ctrl_c_in_a_running_script_exits_130_with_one_line(tmp_path):
+    import signal
+    import time
+
+    code = ("import sys, time\nfrom kernellab import pipeline\n"
+            f"with pipeline.logged({str(tmp_path / 'job.log')!r}):\n"
+            "    print('ready', file=sys.__stderr__, flush=True)\n    time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr.readline().strip() == "ready"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130
+    assert err.strip() == pipeline.INTERRUPTED and "Traceback" not in err
+
+
+def test_the_run_says_interrupted_only_when_it_was(tmp_path):
+    from kernellab.run_summary import stopped_message
+
+    log = tmp_path / "snakemake.log"
+    log.write_text("Select jobs to execute...\nTerminating processes on user request, this might take some time.\n")
+    assert stopped_message(str(log)) == "kernellab: interrupted: rerun the same command to resume"
+    assert stopped_message([str(log)]) == stopped_message(str(log))  # Snakemake 9 hands a list
+    log.write_text("Error in rule measure:\n")
+    assert "a job failed" in stopped_message(str(log))
+    assert "a job failed" in stopped_message(None)

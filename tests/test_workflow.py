@@ -130,3 +130,32 @@ def test_measure_reruns_when_any_config_it_reads_changes(tiny_run, tmp_path, cha
 def test_measure_does_not_rerun_for_config_it_does_not_read(tiny_run, tmp_path):
     out = _dry_jobs(tiny_run, _changed_config(tmp_path, compare={"threshold": 0.05}))
     assert "rule measure:" not in out, out[-3000:]
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_the_run_with_one_line_and_no_traceback(tiny_run, tmp_path):
+    """Ctrl-C (SIGINT to the whole process group) while the measure jobs run again, on a copy
+    of the tiny run's staging area."""
+    import shutil
+
+    staging = tmp_path / "staging"
+    shutil.copytree(tiny_run[0].parents[1] / "staging", staging)
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/test.yaml",
+           "--forcerun", "measure", "--until", "measure", "--config",
+           f"staging={staging}", f"results={tmp_path / 'results'}"]
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    logs = list((staging / tiny_run[0].name / "logs" / "measure").glob("*.log"))
+    assert logs
+    deadline = time.time() + 300
+    # a job's script (re)creates its log when it starts (Snakemake removes the old one first)
+    while time.time() < deadline and not any(p.exists() and p.stat().st_mtime > t0 for p in logs):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode != 0
+    assert out.rstrip().splitlines()[-1] != "", out[-3000:]
+    assert "kernellab: interrupted: rerun the same command to resume" in out, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
