@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kernellab.report import kernel_log, render
-from kernellab.report.analysis import excerpt_lines
+from kernellab.report.code import excerpt_lines
 from kernellab.report.fmt import md_code_block, md_escape
 from kernellab.report.load import load
 from kernellab.report.model import annotate
