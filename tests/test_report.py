@@ -564,3 +564,40 @@ def test_comparisons_are_chosen_by_kind():
     assert chosen_others("nvidia-h200", sets) == ["nvidia-h100"]
     assert chosen_others("cpu-x86_64", sets) == ["cpu-aarch64"]
     assert chosen_others("cpu-x86_64", sets, also=["nvidia-h200"]) == ["cpu-aarch64", "nvidia-h200"]
+
+
+def test_no_plot_has_overlapping_tick_labels(tmp_path, monkeypatch):
+    """Every figure the report draws from the fixtures, GPU and CPU sets, with a comparison:
+    no two tick labels of one axis intersect when drawn (the renderer's text extents)."""
+    from kernellab.report import plots
+
+    drawn = []
+    real = plots.png_bytes
+
+    def keep(fig):
+        drawn.append((fig.texts[0].get_text() if fig.texts else "", plots.overlapping_tick_labels(fig)))
+        return real(fig)
+
+    monkeypatch.setattr(plots, "png_bytes", keep)
+    render(FIXTURE, "fake-gpu", tmp_path / "gpu", others=["cpu-x86_64"])
+    render(FIXTURE, "cpu-x86_64", tmp_path / "cpu")
+    assert len(drawn) >= 10
+    assert [(title, clashes) for title, clashes in drawn if clashes] == []
+
+
+def test_log_axis_labels_are_major_ticks_only():
+    """A range under a decade (the case that printed 2×10⁴ 3×10⁴ 4×10⁴ on top of each other)
+    gets a few round, short labels and no minor labels."""
+    from matplotlib.figure import Figure
+
+    from kernellab.report import plots
+
+    fig = Figure(figsize=(4.0, 3.0), dpi=plots.DPI)  # about a report panel
+    ax = fig.subplots()
+    ax.set_xscale("log")
+    ax.plot([15000, 45000], [1, 2])
+    plots.log_ticks(ax.xaxis)
+    assert plots.overlapping_tick_labels(fig) == []  # draws the figure
+    labels = [t.get_text() for t in ax.xaxis.get_ticklabels(which="both") if t.get_visible() and t.get_text()]
+    assert labels and all(len(s) <= 4 for s in labels), labels
+    assert not [t.get_text() for t in ax.xaxis.get_ticklabels(minor=True) if t.get_text()]

@@ -107,6 +107,49 @@ def _times(v, _pos) -> str:
     return f"{v:g}×"
 
 
+def _compact(v, _pos) -> str:
+    """A short label for a round tick value: 20k, 1M, 2G, 0.5 (shorter than 2×10⁴, so labels never touch)."""
+    for scale, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:g}{suffix}"
+    return f"{v:g}"
+
+
+def log_ticks(axis, fmt=_compact) -> None:
+    """Major ticks only on a log axis, as many as fit: 1-2-5 per decade across a narrow range,
+    decades only across a wide one. Matplotlib's default labels minor ticks when the range is
+    under a decade or two, and those labels (2×10⁴ 3×10⁴ 4×10⁴) overlap."""
+    lo, hi = sorted(axis.get_view_interval())
+    decades = math.log10(hi / lo) if lo > 0 and hi > lo else 1.0
+    # under a decade, 1-2-3-5 keeps at least two ticks in view (else LogLocator falls back to a
+    # linear locator with many labels); over two decades, powers of ten alone
+    subs = (1.0, 2.0, 3.0, 5.0) if decades < 1 else (1.0, 2.0, 5.0) if decades <= 2.2 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=8))
+    axis.set_major_formatter(FuncFormatter(fmt))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def overlapping_tick_labels(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of visible tick labels on one axis whose drawn boxes intersect (the renderer's extents)."""
+    renderer = FigureCanvasAgg(fig).get_renderer()  # the backend savefig uses: same text metrics
+    fig.draw(renderer)
+    clashes = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [
+                (t.get_text(), t.get_window_extent(renderer))
+                for t in axis.get_ticklabels(which="both")
+                if t.get_visible() and t.get_text()
+            ]
+            for i, (ta, a) in enumerate(labels):
+                for tb, b in labels[i + 1 :]:
+                    if a.overlaps(b):
+                        clashes.append((ta, tb))
+    return clashes
+
+
 def kernel_figure(
     kind: str,
     kernel: str,
@@ -190,9 +233,6 @@ def kernel_figure(
             elif kind == "speedup":
                 ax.set_yscale("log")
                 ax.axhline(1.0, color="#555555", linewidth=0.9, linestyle="--")
-                ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-                ax.yaxis.set_major_formatter(FuncFormatter(_times))
-                ax.yaxis.set_minor_formatter(NullFormatter())
             else:
                 measured, sheet = ceilings.get(label, (math.nan, math.nan))
                 if _finite_pos(measured):
@@ -225,6 +265,12 @@ def kernel_figure(
                     color="#a00000",
                 )
             any_data = any_data or drawn
+            if drawn:
+                log_ticks(ax.xaxis)
+                if kind == "latency":
+                    log_ticks(ax.yaxis)
+                elif kind == "speedup":
+                    log_ticks(ax.yaxis, _times)
         for idx in range(n, nrows * ncols):
             axes[idx // ncols][idx % ncols].set_visible(False)
         if not any_data:
@@ -340,6 +386,8 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
                         edgecolors="none",
                     )
         ax.set_xlim(xmin, xmax)
+        log_ticks(ax.xaxis)
+        log_ticks(ax.yaxis)
         ax.set_xlabel("arithmetic intensity (FLOP / byte)")
         ax.set_ylabel("attained FLOP/s")
         ax.set_title(mpl_text(f"Roofline: {hardware}"))
@@ -397,6 +445,8 @@ def comparison(pairs: list[dict], this: str, other: str) -> bytes | None:
         ]
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
+        log_ticks(ax.xaxis)
+        log_ticks(ax.yaxis)
         ax.set_xlabel(mpl_text(f"median µs on {this}"))
         ax.set_ylabel(mpl_text(f"median µs on {other}"))
         ax.set_title(mpl_text(f"common cases (above the line: {this} faster)"))
