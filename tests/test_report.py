@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import json
 import math
 import os
@@ -601,3 +602,20 @@ def test_log_axis_labels_are_major_ticks_only():
     labels = [t.get_text() for t in ax.xaxis.get_ticklabels(which="both") if t.get_visible() and t.get_text()]
     assert labels and all(len(s) <= 4 for s in labels), labels
     assert not [t.get_text() for t in ax.xaxis.get_ticklabels(minor=True) if t.get_text()]
+
+
+def test_cases_above_the_survey_ceiling_are_flagged_and_explained(cpu, gpu):
+    """The CPU fixture's fp32 matmul reaches 0.2386 TFLOP/s, above the survey's 0.21: the
+    report explains it, divides by max(survey, best observed) (no share above 100%), marks
+    the rows ↑, and labels the roof it raised; the GPU fixture, below its ceilings, says nothing."""
+    for page in (cpu["md"].replace("\\_", "_"), html.unescape(cpu["html"])):
+        assert "Above the measured ceiling: the survey's fp32 matmul rate (0.21 TFLOP/s)" in page
+        assert "max(survey, best observed) = 0.2386 TFLOP/s" in page
+        assert "corrected from data" in page
+        assert "above their roof" not in page
+    marked = [ln for ln in cpu["md"].splitlines() if "% ↑" in ln]
+    assert marked
+    for ln in marked:
+        for pct in re.findall(r"([\d.,]+)% ↑", ln):
+            assert float(pct.replace(",", "")) <= 100.0, ln
+    assert "Above the measured ceiling" not in gpu["md"] and "% ↑" not in gpu["md"]

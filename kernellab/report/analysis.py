@@ -18,6 +18,7 @@ from kernellab.report.ladder import analyse_all
 from kernellab.report.load import Results, is_valid
 from kernellab.report.model import (
     annotate,
+    ceiling_notes,
     kernel_metric,
     metric_label,
 )
@@ -100,6 +101,7 @@ def build(res: Results, others: list[Results]) -> View:
         geomean=geomean_table(res),
         roofline=roof,
         roofline_note=roof_note,
+        ceiling_notes=ceiling_notes(res),
         kernels=kviews,
         comparisons=[comparison_view(res, o) for o in others],
         compare_verdicts=compare_verdicts(res),

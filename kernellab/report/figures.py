@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from kernellab.report import plots
+from kernellab.report import fmt, plots
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results
 from kernellab.report.model import (
@@ -75,6 +75,15 @@ def roofline_image(res: Results) -> tuple[Image | None, str]:
     note = f"{len(points)} correct cases drawn."
     if zero:
         note += f" {zero} case(s) with zero FLOPs cannot be drawn on a log axis."
+    if res.survey.get("ceiling_corrected"):
+        note += " Roofs marked \"corrected from data\" are drawn at max(survey, best observed)."
+    above = _above_roof(points, res.survey)
+    if above:
+        # a roof is an upper bound: a point above it is explained here, never left to the eye
+        note += (
+            f" {len(above)} point(s) above their roof ({', '.join(sorted(set(above)))}): faster than the "
+            "measured copy bandwidth allows at their intensity, i.e. data served from cache."
+        )
     if data is None:
         return None, "No case with FLOPs, bytes and a time to draw."
     return Image(
@@ -83,3 +92,16 @@ def roofline_image(res: Results) -> tuple[Image | None, str]:
         caption=f"Roofline: {res.hardware}. " + note,
         data=data,
     ), note
+
+
+def _above_roof(points: list[dict], survey: dict) -> list[str]:
+    """The kernels of points above min(copy bandwidth × intensity, the dtype's matmul rate)."""
+    bw = fmt.to_float(survey.get("copy_gbps")) * 1e9
+    mm = survey.get("matmul_tflops") if isinstance(survey.get("matmul_tflops"), dict) else {}
+    out = []
+    for p in points:
+        peak = fmt.to_float(mm.get(p["dtype"])) * 1e12
+        roof = min(bw * p["intensity"] if math.isfinite(bw) else math.inf, peak if math.isfinite(peak) else math.inf)
+        if math.isfinite(roof) and p["flops_per_s"] > roof * 1.0001:
+            out.append(p["kernel"])
+    return out

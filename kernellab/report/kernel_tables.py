@@ -93,7 +93,7 @@ def cases_table(res: Results, kernel: str, metric: str) -> Table:
                 fmt.us(r["median_us"]),
                 spread,
                 fmt.throughput(value(r, metric), metric),
-                fmt.pct(pct_of_ceiling(r, metric, res.survey)),
+                fmt.pct(pct_of_ceiling(r, metric, res.survey)) + (" ↑" if r.get("above_survey") else ""),
                 fmt.ratio(r["speedup"]),
                 fmt.pct(100 * r["stdrel"], 2),
                 fmt.integer(r["n_samples"]),

@@ -69,7 +69,7 @@ def summary_table(res: Results, metrics: dict[str, str]) -> Table:
                     b["impl_key"],
                     fmt.us(b["median_us"]),
                     f"{fmt.throughput(value(b, metric), metric)} {metric_label(metric)}",
-                    fmt.pct(pct_of_ceiling(b, metric, res.survey)),
+                    fmt.pct(pct_of_ceiling(b, metric, res.survey)) + (" ↑" if b.get("above_survey") else ""),
                     fmt.ratio(b["speedup"]),
                     note,
                 ],

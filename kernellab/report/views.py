@@ -128,3 +128,4 @@ class View:
     n_rows: int
     n_valid: int
     run_id: str
+    ceiling_notes: list[str] = field(default_factory=list)
