@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import json
 import math
 import os
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kernellab.report import kernel_log, render
-from kernellab.report.analysis import excerpt_lines
+from kernellab.report.code import excerpt_lines
 from kernellab.report.fmt import md_code_block, md_escape
 from kernellab.report.load import load
 from kernellab.report.model import annotate
@@ -585,37 +586,55 @@ def test_report_md_is_a_short_summary_linking_each_kernel_page(which, request):
     assert sorted(pages) == sorted(p.name for p in rendered["out"].glob("report-*.md"))
 
 
-def test_roofs_raised_where_a_case_beat_the_survey(tmp_path):
-    root = tmp_path / "results"
-    shutil.copytree(FIXTURE / "fake-gpu", root / "fast")
-    env_path = root / "fast" / "environment.json"
-    env = json.loads(env_path.read_text())
-    survey = json.loads((root / "fast" / "survey.json").read_text())
-    old = survey["matmul_tflops"]["fp32"]
-    env["ceiling_corrected"] = {"fp32": {"survey": old, "observed": old * 2}}
-    env_path.write_text(json.dumps(env))
-    from kernellab.report.load import load
+def test_no_plot_has_overlapping_tick_labels(tmp_path, monkeypatch):
+    """Every figure the report draws from the fixtures, GPU and CPU sets, with a comparison:
+    no two tick labels of one axis intersect when drawn (the renderer's text extents)."""
+    from kernellab.report import plots
 
-    assert load(root, "fast").survey["matmul_tflops"]["fp32"] == old * 2
-    render(root, "fast", tmp_path / "out")
-    assert "Roofs raised to what a correct case reached" in (tmp_path / "out" / "report.html").read_text()
+    drawn = []
+    real = plots.png_bytes
+
+    def keep(fig):
+        drawn.append((fig.texts[0].get_text() if fig.texts else "", plots.overlapping_tick_labels(fig)))
+        return real(fig)
+
+    monkeypatch.setattr(plots, "png_bytes", keep)
+    render(FIXTURE, "fake-gpu", tmp_path / "gpu", others=["cpu-x86_64"])
+    render(FIXTURE, "cpu-x86_64", tmp_path / "cpu")
+    assert len(drawn) >= 10
+    assert [(title, clashes) for title, clashes in drawn if clashes] == []
 
 
-def test_no_tick_labels_overlap_even_on_a_narrow_log_axis():
-    import matplotlib
-
-    matplotlib.use("Agg")
+def test_log_axis_labels_are_major_ticks_only():
+    """A range under a decade (the case that printed 2×10⁴ 3×10⁴ 4×10⁴ on top of each other)
+    gets a few round, short labels and no minor labels."""
     from matplotlib.figure import Figure
 
     from kernellab.report import plots
 
-    fig = Figure(figsize=(3.2, 2.4))
-    ax = fig.add_subplot()
-    ax.plot([20000, 45000], [1, 2])  # under a decade: matplotlib labels the minor ticks
+    fig = Figure(figsize=(4.0, 3.0), dpi=plots.DPI)  # about a report panel
+    ax = fig.subplots()
     ax.set_xscale("log")
-    assert plots.overlapping_tick_labels(fig), "the case this guards against: minor labels collide"
-    plots.drop_overlapping_tick_labels(fig)
-    assert plots.overlapping_tick_labels(fig) == []
-    visible = [t.label1.get_text() for t in ax.xaxis.get_major_ticks() + ax.xaxis.get_minor_ticks()
-               if t.label1.get_visible() and t.label1.get_text()]
-    assert visible, "the axis keeps labels"
+    ax.plot([15000, 45000], [1, 2])
+    plots.log_ticks(ax.xaxis)
+    assert plots.overlapping_tick_labels(fig) == []  # draws the figure
+    labels = [t.get_text() for t in ax.xaxis.get_ticklabels(which="both") if t.get_visible() and t.get_text()]
+    assert labels and all(len(s) <= 4 for s in labels), labels
+    assert not [t.get_text() for t in ax.xaxis.get_ticklabels(minor=True) if t.get_text()]
+
+
+def test_cases_above_the_survey_ceiling_are_flagged_and_explained(cpu, gpu):
+    """The CPU fixture's fp32 matmul reaches 0.2386 TFLOP/s, above the survey's 0.21: the
+    report explains it, divides by max(survey, best observed) (no share above 100%), marks
+    the rows ↑, and labels the roof it raised; the GPU fixture, below its ceilings, says nothing."""
+    for page in (cpu["md"].replace("\\_", "_"), html.unescape(cpu["html"])):
+        assert "Above the measured ceiling: the survey's fp32 matmul rate (0.21 TFLOP/s)" in page
+        assert "max(survey, best observed) = 0.2386 TFLOP/s" in page
+        assert "corrected from data" in page
+        assert "above their roof" not in page
+    marked = [ln for ln in cpu["md"].splitlines() if "% ↑" in ln]
+    assert marked
+    for ln in marked:
+        for pct in re.findall(r"([\d.,]+)% ↑", ln):
+            assert float(pct.replace(",", "")) <= 100.0, ln
+    assert "Above the measured ceiling" not in gpu["md"] and "% ↑" not in gpu["md"]

@@ -375,23 +375,6 @@ def read_compare(directory: Path, warnings: list[str], hardware: str = "") -> li
     return out
 
 
-def with_corrected_ceilings(survey: dict, corrected) -> dict:
-    """The survey with the ceilings that a correct case beat raised to what it reached
-    (environment.json ``ceiling_corrected``): roofs and percentages hold what they cap."""
-    if not isinstance(corrected, dict) or not corrected:
-        return survey
-    out = {**survey, "matmul_tflops": dict(survey.get("matmul_tflops") or {})}
-    for what, fix in corrected.items():
-        observed = to_float((fix or {}).get("observed"))
-        if not math.isfinite(observed):
-            continue
-        if what == "copy":
-            out["copy_gbps"] = observed
-        else:
-            out["matmul_tflops"][what] = observed
-    return out
-
-
 def load(results_root: Path, hardware: str) -> Results:
     path = Path(results_root) / hardware
     res = Results(hardware=hardware, path=path, exists=path.is_dir())
@@ -408,7 +391,6 @@ def load(results_root: Path, hardware: str) -> Results:
     res.survey = survey if isinstance(survey, dict) else {}
     env = read_json(path / "environment.json", w, {})
     res.environment = env if isinstance(env, dict) else {}
-    res.survey = with_corrected_ceilings(res.survey, res.environment.get("ceiling_corrected"))
     res.checks = _per_kernel(
         path / "check",
         w,

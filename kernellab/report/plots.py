@@ -70,44 +70,7 @@ def style():
         yield
 
 
-def drop_overlapping_tick_labels(fig: Figure) -> None:
-    """Blank every tick label that would overlap the one before it on its axis: a log axis over
-    less than a decade labels its minor ticks (2×10⁴ 3×10⁴ 4×10⁴...), which collide in a narrow
-    panel. The first label of a run is kept, so each axis still reads."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()  # tick labels get their text and place only when drawn
-    renderer = canvas.get_renderer()
-    for ax in fig.get_axes():
-        for axis in (ax.xaxis, ax.yaxis):
-            ticks = [t for t in axis.get_major_ticks() + axis.get_minor_ticks()
-                     if t.label1.get_visible() and t.label1.get_text()]
-            boxes = sorted(((t.label1.get_window_extent(renderer), t) for t in ticks),
-                           key=lambda bt: (bt[0].x0, bt[0].y0))
-            last = None
-            for box, tick in boxes:
-                if last is not None and box.overlaps(last):
-                    tick.label1.set_visible(False)
-                else:
-                    last = box
-
-
-def overlapping_tick_labels(fig: Figure) -> list[tuple[str, str]]:
-    """Pairs of visible tick labels of one axis that overlap (what the checks look for)."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    pairs = []
-    for ax in fig.get_axes():
-        for axis in (ax.xaxis, ax.yaxis):
-            labels = [t.label1 for t in axis.get_major_ticks() + axis.get_minor_ticks()
-                      if t.label1.get_visible() and t.label1.get_text()]
-            boxes = [(lab.get_window_extent(renderer), lab.get_text()) for lab in labels]
-            pairs += [(a[1], b[1]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a[0].overlaps(b[0])]
-    return pairs
-
-
 def png_bytes(fig: Figure) -> bytes:
-    drop_overlapping_tick_labels(fig)
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
@@ -142,6 +105,49 @@ def _finite_pos(*xs) -> bool:
 
 def _times(v, _pos) -> str:
     return f"{v:g}×"
+
+
+def _compact(v, _pos) -> str:
+    """A short label for a round tick value: 20k, 1M, 2G, 0.5 (shorter than 2×10⁴, so labels never touch)."""
+    for scale, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:g}{suffix}"
+    return f"{v:g}"
+
+
+def log_ticks(axis, fmt=_compact) -> None:
+    """Major ticks only on a log axis, as many as fit: 1-2-5 per decade across a narrow range,
+    decades only across a wide one. Matplotlib's default labels minor ticks when the range is
+    under a decade or two, and those labels (2×10⁴ 3×10⁴ 4×10⁴) overlap."""
+    lo, hi = sorted(axis.get_view_interval())
+    decades = math.log10(hi / lo) if lo > 0 and hi > lo else 1.0
+    # under a decade, 1-2-3-5 keeps at least two ticks in view (else LogLocator falls back to a
+    # linear locator with many labels); over two decades, powers of ten alone
+    subs = (1.0, 2.0, 3.0, 5.0) if decades < 1 else (1.0, 2.0, 5.0) if decades <= 2.2 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=8))
+    axis.set_major_formatter(FuncFormatter(fmt))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def overlapping_tick_labels(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of visible tick labels on one axis whose drawn boxes intersect (the renderer's extents)."""
+    renderer = FigureCanvasAgg(fig).get_renderer()  # the backend savefig uses: same text metrics
+    fig.draw(renderer)
+    clashes = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [
+                (t.get_text(), t.get_window_extent(renderer))
+                for t in axis.get_ticklabels(which="both")
+                if t.get_visible() and t.get_text()
+            ]
+            for i, (ta, a) in enumerate(labels):
+                for tb, b in labels[i + 1 :]:
+                    if a.overlaps(b):
+                        clashes.append((ta, tb))
+    return clashes
 
 
 def kernel_figure(
@@ -227,9 +233,6 @@ def kernel_figure(
             elif kind == "speedup":
                 ax.set_yscale("log")
                 ax.axhline(1.0, color="#555555", linewidth=0.9, linestyle="--")
-                ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-                ax.yaxis.set_major_formatter(FuncFormatter(_times))
-                ax.yaxis.set_minor_formatter(NullFormatter())
             else:
                 measured, sheet = ceilings.get(label, (math.nan, math.nan))
                 if _finite_pos(measured):
@@ -262,6 +265,12 @@ def kernel_figure(
                     color="#a00000",
                 )
             any_data = any_data or drawn
+            if drawn:
+                log_ticks(ax.xaxis)
+                if kind == "latency":
+                    log_ticks(ax.yaxis)
+                elif kind == "speedup":
+                    log_ticks(ax.yaxis, _times)
         for idx in range(n, nrows * ncols):
             axes[idx // ncols][idx % ncols].set_visible(False)
         if not any_data:
@@ -303,6 +312,12 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
     marks = markers_for(dtypes)
     xs = [p["intensity"] for p in pts]
     xmin, xmax = min(xs) / 4, max(xs) * 4
+    fixed = survey.get("ceiling_corrected") or {}
+
+    def _fixed(key: str) -> str:
+        # a roof raised to what a case reached (model.correct_ceilings): no point sits above it unexplained
+        return " (corrected from data)" if key in fixed or (key != "copy" and "copy" in fixed) else ""
+
     peaks = {d: to_float(mm.get(d)) * 1e12 for d in dtypes if _finite_pos(to_float(mm.get(d)))}
     if math.isfinite(bw):
         for p in peaks.values():
@@ -326,7 +341,7 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
                         color="#333333",
                         linestyle=styles[i % len(styles)],
                         linewidth=1.3,
-                        label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s"),
+                        label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s{_fixed(d)}"),
                     )
                     roofs.append(ln)
             else:
@@ -335,7 +350,7 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
                     [bw * x for x in grid],
                     color="#333333",
                     linewidth=1.3,
-                    label=f"memory roof: {bw / 1e9:,.4g} GB/s",
+                    label=f"memory roof: {bw / 1e9:,.4g} GB/s{_fixed('copy')}",
                 )
                 roofs.append(ln)
         elif peaks:
@@ -345,7 +360,7 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
                         peaks[d],
                         color="#333333",
                         linestyle=styles[i % len(styles)],
-                        label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s"),
+                        label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s{_fixed(d)}"),
                     )
                 )
         if math.isfinite(ds_bw):
@@ -377,6 +392,8 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
                         edgecolors="none",
                     )
         ax.set_xlim(xmin, xmax)
+        log_ticks(ax.xaxis)
+        log_ticks(ax.yaxis)
         ax.set_xlabel("arithmetic intensity (FLOP / byte)")
         ax.set_ylabel("attained FLOP/s")
         ax.set_title(mpl_text(f"Roofline: {hardware}"))
@@ -434,6 +451,8 @@ def comparison(pairs: list[dict], this: str, other: str) -> bytes | None:
         ]
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
+        log_ticks(ax.xaxis)
+        log_ticks(ax.yaxis)
         ax.set_xlabel(mpl_text(f"median µs on {this}"))
         ax.set_ylabel(mpl_text(f"median µs on {other}"))
         ax.set_title(mpl_text(f"common cases (above the line: {this} faster)"))

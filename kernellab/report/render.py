@@ -14,6 +14,7 @@ from kernellab.report.ladder import analyse_all
 from kernellab.report.load import load, read_compare
 from kernellab.report.model import annotate
 from kernellab.report.tables import md_table
+from kernellab.report.views import Image
 
 REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATES = REPORT_DIR / "templates"
@@ -159,7 +160,7 @@ def render(
     other_res = [load(others_root, o) for o in others if o != hardware]
     view = analysis.build(res, other_res)
 
-    images: list[analysis.Image] = []
+    images: list[Image] = []
     if view.roofline:
         images.append(view.roofline)
     for k in view.kernels:

@@ -1,0 +1,219 @@
+"""Per-kernel code evidence: PTX/SASS excerpts, CUDA resources and Nsight Compute metrics."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from kernellab.io import read_text
+from kernellab.report import fmt
+from kernellab.report.load import Results, shape_sort_key
+from kernellab.report.tables import Table
+from kernellab.report.views import Excerpt, PtxView
+
+PTX_LINES = 40
+PTX_MAX_BYTES = 4 << 20
+HIGHLIGHT = [
+    ("ld.global.v4", re.compile(r"\bld\.global(\.\w+)*\.v4\b")),
+    ("ld.global.v2", re.compile(r"\bld\.global(\.\w+)*\.v2\b")),
+    ("st.global.v4", re.compile(r"\bst\.global(\.\w+)*\.v4\b")),
+    ("wgmma", re.compile(r"\bwgmma\b")),
+    ("mma", re.compile(r"(?<![\w.])mma\.")),
+    ("tanh.approx", re.compile(r"\btanh\.approx\b")),
+    ("ld.local", re.compile(r"\bld\.local\b")),
+    ("st.local", re.compile(r"\bst\.local\b")),
+    ("LDG.128", re.compile(r"\bLDG\.E(\.\w+)*\.128\b")),
+    ("STG.128", re.compile(r"\bSTG\.E(\.\w+)*\.128\b")),
+    ("HGMMA", re.compile(r"\bHGMMA\b")),
+    ("HMMA", re.compile(r"\bHMMA\b")),
+    ("MUFU.TANH", re.compile(r"\bMUFU\.TANH\b")),
+    ("LDL/STL (local memory)", re.compile(r"\b(LDL|STL)(\.\w+)*\b")),
+]
+
+
+def _safe_file(res: Results, entry: dict, rel: str) -> Path | None:
+    """The file ``rel`` names, only if it lies inside this hardware's results directory."""
+    root = res.path.resolve()
+    for base in (res.path, entry["index_dir"]):
+        try:
+            p = (base / rel).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if p.is_file() and (p == root or root in p.parents):
+            return p
+    return None
+
+
+def excerpt_lines(text: str, limit: int = PTX_LINES) -> tuple[list[dict], dict[str, int]]:
+    lines = [ln.rstrip().expandtabs(4) for ln in text.splitlines()]
+    counts: dict[str, int] = {}
+    hits: list[int] = []
+    for i, ln in enumerate(lines):
+        matched = False
+        for label, rx in HIGHLIGHT:
+            if rx.search(ln):
+                counts[label] = counts.get(label, 0) + 1
+                matched = True
+        if matched:
+            hits.append(i)
+    hit_set = set(hits)
+    entry = next((i for i, ln in enumerate(lines) if ".entry" in ln or ln.lstrip().startswith("Function :")), None)
+    chosen: set[int] = set() if entry is None else {entry}
+    if hits:
+        for i in hits:  # every highlighted line first, then growing context around them
+            if len(chosen) < limit:
+                chosen.add(i)
+        for ctx in (1, 2, 3):
+            for i in hits:
+                for j in (i - ctx, i + ctx):
+                    if 0 <= j < len(lines) and len(chosen) < limit:
+                        chosen.add(j)
+    else:
+        start = entry if entry is not None else 0
+        chosen |= set(range(start, min(len(lines), start + limit)))
+    out: list[dict] = []
+    last = -1
+    for i in sorted(chosen):
+        if i > last + 1:
+            out.append({"no": None, "text": f"⋮ ({i - last - 1} lines)", "hl": False, "gap": True})
+        out.append({"no": i + 1, "text": lines[i], "hl": i in hit_set, "gap": False})
+        last = i
+    if last < len(lines) - 1:
+        out.append({"no": None, "text": f"⋮ ({len(lines) - 1 - last} lines)", "hl": False, "gap": True})
+    return out, counts
+
+
+def ptx_views(res: Results, kernel: str) -> list[PtxView]:
+    views = []
+    for e in res.ptx.get(kernel, []):
+        hl = e["highlights"]
+        facts = []
+        for k in ("vector_loads_128", "wgmma", "mma", "spills", "registers"):
+            if k in hl:
+                v = hl[k]
+                facts.append(f"{k}: {fmt.NA if v is None else fmt.text(v)}")
+        excerpts, missing = [], []
+        for kind in ("ptx", "sass"):
+            rel = e["files"].get(kind)
+            if not rel:
+                continue
+            p = _safe_file(res, e, rel)
+            if p is None:
+                missing.append(f"{kind}: {rel} (not found inside the results directory)")
+                continue
+            lines, counts = excerpt_lines(read_text(p, PTX_MAX_BYTES))
+            c = ", ".join(f"{k} ×{v}" for k, v in sorted(counts.items())) or "no highlighted instructions"
+            excerpts.append(Excerpt(kind=kind, path=rel, lines=lines, counts=c))
+        for kind, rel in sorted(e["files"].items()):
+            if kind not in ("ptx", "sass") and _safe_file(res, e, rel) is None:
+                missing.append(f"{kind}: {rel} (not found inside the results directory)")
+        title = f"{e['impl_key'] or '?'} · {e['dtype'] or '?'} · {e['source'] or '?'} · {e['name'] or '?'}"
+        views.append(PtxView(title=title, facts="; ".join(facts), excerpts=excerpts, missing=missing))
+    return views
+
+
+def assign_resources(res: Results) -> tuple[dict[str, list[dict]], list[dict]]:
+    """Resource rows per kernel family: a ladder's cuda_kernels first, else the longest
+    family name that the symbol contains as ``<family>_``."""
+    families = sorted(res.kernels(), key=lambda k: (-len(k), k))
+    by_symbol: dict[str, str] = {}
+    for ld in res.ladders:
+        for s in ld["steps"]:
+            for ck in s["cuda_kernels"]:
+                by_symbol.setdefault(ck, ld["kernel"])
+    out: dict[str, list[dict]] = {}
+    rest: list[dict] = []
+    for r in res.resources:
+        sym = r["kernel"]
+        fam = None
+        for ck in sorted(by_symbol, key=lambda s: (-len(s), s)):
+            if sym == ck or re.search(rf"(?<![A-Za-z]){re.escape(ck)}(?![A-Za-z0-9_])", sym):
+                fam = by_symbol[ck]
+                break
+        if fam is None:
+            fam = next((f for f in families if f + "_" in sym or Path(r["file"]).stem == f), None)
+        if fam is None:
+            rest.append(r)
+        else:
+            out.setdefault(fam, []).append(r)
+    return out, rest
+
+
+def resources_table(rows: list[dict]) -> Table:
+    t = Table(
+        [
+            "file",
+            "CUDA kernel",
+            "registers",
+            "spill stores B",
+            "spill loads B",
+            "stack frame B",
+            "smem B",
+            "cmem B",
+        ],
+        numeric=[False, False, True, True, True, True, True, True],
+    )
+    for r in rows:
+        spills = (r["spill_stores_bytes"] if math.isfinite(r["spill_stores_bytes"]) else 0) + (
+            r["spill_loads_bytes"] if math.isfinite(r["spill_loads_bytes"]) else 0
+        )
+        t.add(
+            [
+                r["file"],
+                r["kernel"],
+                fmt.integer(r["registers"]),
+                fmt.integer(r["spill_stores_bytes"]),
+                fmt.integer(r["spill_loads_bytes"]),
+                fmt.integer(r["stack_frame_bytes"]),
+                fmt.integer(r["smem_bytes"]),
+                fmt.integer(r["cmem_bytes"]),
+            ],
+            "warn" if spills > 0 else "",
+        )
+    return t
+
+
+def ncu_table(res: Results, kernel: str) -> Table:
+    t = Table(
+        [
+            "impl_key",
+            "dtype",
+            "shape",
+            "status",
+            "duration µs",
+            "DRAM %",
+            "SM %",
+            "occupancy %",
+            "registers",
+            "smem/block",
+            "L1 hit %",
+            "L2 hit %",
+            "top stalls",
+            "reason",
+        ],
+        numeric=[False, False, False, False, True, True, True, True, True, True, True, True, False, False],
+    )
+    rows = sorted(res.ncu.get(kernel, []), key=lambda r: (r["impl_key"], r["dtype"], shape_sort_key(r["shape"])))
+    for r in rows:
+        bad = r["status"] not in ("ok", "")
+        t.add(
+            [
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                ("⚠ " if bad else "") + (r["status"] or "ok"),
+                fmt.us(r["duration_us"]),
+                fmt.num(r["dram_pct"]),
+                fmt.num(r["sm_pct"]),
+                fmt.num(r["achieved_occupancy"]),
+                fmt.integer(r["registers"]),
+                fmt.integer(r["smem_per_block"]),
+                fmt.num(r["l1_hit_pct"]),
+                fmt.num(r["l2_hit_pct"]),
+                r["top_stalls"],
+                r["reason"],
+            ],
+            "bad" if bad else "",
+        )
+    return t

@@ -1,0 +1,107 @@
+"""The report's figures: per-kernel plots and the roofline, as embedded images."""
+
+from __future__ import annotations
+
+import math
+
+from kernellab.report import fmt, plots
+from kernellab.report.fmt import html_id
+from kernellab.report.load import Results
+from kernellab.report.model import (
+    ceiling,
+    datasheet,
+    metric_label,
+)
+from kernellab.report.views import Image
+
+
+def _panel_key(r: dict) -> tuple[str, str, str]:
+    return (r["dtype"], r["params"], r["mode"])
+
+
+def _panel_label(key: tuple[str, str, str], multi_mode: bool) -> str:
+    dtype, params, mode = key
+    parts = [dtype or "(no dtype)"]
+    if params:
+        parts.append(params)
+    if multi_mode and mode:
+        parts.append(mode)
+    return ", ".join(parts)
+
+
+def kernel_images(res: Results, kernel: str, metric: str) -> list[Image]:
+    rows = [r for r in res.summary if r["kernel"] == kernel]
+    multi_mode = len({r["mode"] for r in rows}) > 1
+    keys = sorted({r["impl_key"] for r in rows})
+    panels, ceilings = [], {}
+    for pk in sorted({_panel_key(r) for r in rows}):
+        label = _panel_label(pk, multi_mode)
+        panels.append((label, [r for r in rows if _panel_key(r) == pk and r["valid"]]))
+        ceilings[label] = (ceiling(res.survey, metric, pk[0]), datasheet(res.survey, metric, pk[0]))
+    out = []
+    stem = html_id(kernel)
+    unit = metric_label(metric)
+    for kind, alt in (
+        ("latency", "median time per call vs number of elements, log-log"),
+        ("throughput", f"achieved {unit} vs number of elements, with the measured ceiling"),
+        ("speedup", "speedup over torch_fused vs number of elements"),
+    ):
+        data = plots.kernel_figure(kind, kernel, panels, metric, ceilings, keys)
+        if data:
+            out.append(Image(name=f"{stem}_{kind}", alt=f"{kernel}: {alt}", caption=f"{kernel}: {alt}.", data=data))
+    return out
+
+
+def roofline_image(res: Results) -> tuple[Image | None, str]:
+    points, zero = [], 0
+    for r in res.summary:
+        if not r["valid"]:
+            continue
+        fl, by = r["flops"], r["bytes"]
+        if not (math.isfinite(fl) and math.isfinite(by) and by > 0):
+            continue
+        if fl <= 0:
+            zero += 1
+            continue
+        points.append(
+            {
+                "kernel": r["kernel"],
+                "dtype": r["dtype"],
+                "intensity": fl / by,
+                "flops_per_s": fl / (r["median_us"] * 1e-6),
+            }
+        )
+    data = plots.roofline(points, res.survey, res.hardware)
+    note = f"{len(points)} correct cases drawn."
+    if zero:
+        note += f" {zero} case(s) with zero FLOPs cannot be drawn on a log axis."
+    if res.survey.get("ceiling_corrected"):
+        note += " Roofs marked \"corrected from data\" are drawn at max(survey, best observed)."
+    above = _above_roof(points, res.survey)
+    if above:
+        # a roof is an upper bound: a point above it is explained here, never left to the eye
+        note += (
+            f" {len(above)} point(s) above their roof ({', '.join(sorted(set(above)))}): faster than the "
+            "measured copy bandwidth allows at their intensity, i.e. data served from cache."
+        )
+    if data is None:
+        return None, "No case with FLOPs, bytes and a time to draw."
+    return Image(
+        name="roofline",
+        alt=f"roofline of {res.hardware}",
+        caption=f"Roofline: {res.hardware}. " + note,
+        data=data,
+    ), note
+
+
+def _above_roof(points: list[dict], survey: dict) -> list[str]:
+    """The kernels of points above min(copy bandwidth × intensity, the dtype's matmul rate)."""
+    bw = fmt.to_float(survey.get("copy_gbps")) * 1e9
+    mm = survey.get("matmul_tflops") if isinstance(survey.get("matmul_tflops"), dict) else {}
+    out = []
+    for p in points:
+        peak = fmt.to_float(mm.get(p["dtype"])) * 1e12
+        roof = min(bw * p["intensity"] if math.isfinite(bw) else math.inf, peak if math.isfinite(peak) else math.inf)
+        if math.isfinite(roof) and p["flops_per_s"] > roof * 1.0001:
+            out.append(p["kernel"])
+    return out

@@ -1,0 +1,303 @@
+"""Per-kernel tables: cases, correctness, profiler and autotuning."""
+
+from __future__ import annotations
+
+import math
+
+from kernellab.report import fmt
+from kernellab.report.load import Results, check_failed, shape_sort_key
+from kernellab.report.model import (
+    flag_of,
+    metric_label,
+    pct_of_ceiling,
+    value,
+)
+from kernellab.report.tables import Table
+
+
+def cases_table(res: Results, kernel: str, metric: str) -> Table:
+    unit = metric_label(metric)
+    t = Table(
+        [
+            "mark",
+            "impl_key",
+            "dtype",
+            "shape",
+            "params",
+            "mode",
+            "median µs",
+            "p20–p80 µs",
+            unit,
+            "% of peak",
+            "speedup",
+            "stdrel",
+            "n",
+            "converged",
+            "SM MHz",
+            "graph µs",
+            "throttled",
+            "rel err",
+            "check",
+            "status",
+            "reason",
+        ],
+        numeric=[
+            False,
+            False,
+            False,
+            False,
+            False,
+            False,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            False,
+            True,
+            True,
+            True,
+            True,
+            False,
+            False,
+            False,
+        ],
+    )
+    rows = [r for r in res.summary if r["kernel"] == kernel]
+    rows.sort(
+        key=lambda r: (
+            r["dtype"],
+            r["params"],
+            r["mode"],
+            shape_sort_key(r["shape"], r["numel"]),
+            r["impl_key"],
+        )
+    )
+    for r in rows:
+        flag, mark = flag_of(r)
+        spread = (
+            f"{fmt.us(r['p20_us'])}–{fmt.us(r['p80_us'])}"
+            if math.isfinite(r["p20_us"]) and math.isfinite(r["p80_us"])
+            else fmt.NA
+        )
+        t.add(
+            [
+                mark,
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                r["params"],
+                r["mode"],
+                fmt.us(r["median_us"]),
+                spread,
+                fmt.throughput(value(r, metric), metric),
+                fmt.pct(pct_of_ceiling(r, metric, res.survey)) + (" ↑" if r.get("above_survey") else ""),
+                fmt.ratio(r["speedup"]),
+                fmt.pct(100 * r["stdrel"], 2),
+                fmt.integer(r["n_samples"]),
+                fmt.yes_no(r["converged"]),
+                fmt.integer(r["sm_clock_mhz"]),
+                fmt.us(r["graph_us"]),
+                fmt.integer(r["throttled_samples"]),
+                fmt.sci(r["max_rel_err"]),
+                r["check_status"] or fmt.NA,
+                r["status"],
+                r["reason"],
+            ],
+            flag,
+        )
+    return t
+
+
+def correctness_table(res: Results, kernel: str) -> tuple[Table, str]:
+    checks = res.checks.get(kernel, [])
+    t = Table(
+        [
+            "mark",
+            "impl_key",
+            "dtype",
+            "shape",
+            "params",
+            "seeds",
+            "worst rel err",
+            "worst max abs",
+            "tolerance",
+            "status",
+            "reason",
+        ],
+        numeric=[False, False, False, False, False, True, True, True, True, False, False],
+    )
+    if checks:
+        groups: dict[tuple, list[dict]] = {}
+        for c in checks:
+            groups.setdefault((c["impl_key"], c["dtype"], c["shape"], c.get("params", "")), []).append(c)
+        order = {"failed": 0, "error": 1, "timeout": 2, "oom": 3, "unavailable": 4, "ok": 6}
+        for (key, dtype, shape, params), cs in sorted(
+            groups.items(), key=lambda kv: (kv[0][1], kv[0][3], shape_sort_key(kv[0][2]), kv[0][0])
+        ):
+            statuses = sorted({c["status"] or "unknown" for c in cs}, key=lambda s: (order.get(s, 5), s))
+            status = statuses[0]
+            rel = [c["rel_err"] for c in cs if math.isfinite(c["rel_err"])]
+            mab = [c["max_abs"] for c in cs if math.isfinite(c["max_abs"])]
+            tols = sorted({c["tol"] for c in cs if math.isfinite(c["tol"])})
+            reasons = sorted({c["reason"] for c in cs if c["reason"]})
+            bad = status not in ("ok", "unavailable")
+            t.add(
+                [
+                    "⚠" if bad else "✓" if status == "ok" else "",
+                    key,
+                    dtype,
+                    shape,
+                    params,
+                    str(len(cs)),
+                    fmt.sci(max(rel)) if rel else fmt.NA,
+                    fmt.sci(max(mab)) if mab else fmt.NA,
+                    ", ".join(fmt.sci(x) for x in tols) or fmt.NA,
+                    status,
+                    "; ".join(reasons),
+                ],
+                "bad" if bad else "",
+            )
+        return t, f"check/{kernel}.csv"
+    rows = [r for r in res.summary if r["kernel"] == kernel]
+    rows.sort(key=lambda r: (r["dtype"], r["params"], shape_sort_key(r["shape"], r["numel"]), r["impl_key"]))
+    seen = set()
+    for r in rows:
+        k = (r["impl_key"], r["dtype"], r["shape"], r["params"])
+        if k in seen:
+            continue
+        seen.add(k)
+        bad = check_failed(r)
+        t.add(
+            [
+                "⚠" if bad else "✓" if r["check_status"] == "ok" else "",
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                r["params"],
+                fmt.NA,
+                fmt.sci(r["max_rel_err"]),
+                fmt.sci(r["max_abs_err"]),
+                fmt.NA,
+                r["check_status"] or fmt.NA,
+                r["reason"] if bad else "",
+            ],
+            "bad" if bad else "",
+        )
+    return t, "summary.csv (max_rel_err, check_status)"
+
+
+def profile_table(res: Results, kernel: str) -> Table:
+    t = Table(
+        ["impl_key", "dtype", "shape", "rank", "device kernel", "calls", "CPU µs", "device µs", "% of time"],
+        numeric=[False, False, False, True, False, True, True, True, True],
+    )
+    rows = sorted(
+        res.profiles.get(kernel, []),
+        key=lambda r: (
+            r["impl_key"],
+            r["dtype"],
+            shape_sort_key(r["shape"]),
+            r["rank"] if math.isfinite(r["rank"]) else math.inf,
+            r["name"],
+        ),
+    )
+    for r in rows:
+        if math.isfinite(r["rank"]) and r["rank"] > 10:
+            continue
+        t.add(
+            [
+                r["impl_key"],
+                r["dtype"],
+                r["shape"],
+                fmt.integer(r["rank"]),
+                r["name"],
+                fmt.integer(r["calls"]),
+                fmt.us(r["cpu_time_us"]),
+                fmt.us(r["device_time_us"]),
+                fmt.pct(r["pct"]),
+            ]
+        )
+    return t
+
+
+def autotune_tables(res: Results, kernel: str) -> tuple[Table, Table]:
+    rows = res.autotune.get(kernel, [])
+    win = Table(
+        [
+            "impl_key",
+            "Triton kernel",
+            "dtype",
+            "shape",
+            "winning config",
+            "median µs",
+            "configs timed",
+            "failed",
+            "slowest / winner",
+        ],
+        numeric=[False, False, False, False, False, True, True, True, True],
+    )
+    full = Table(
+        [
+            "impl_key",
+            "Triton kernel",
+            "dtype",
+            "shape",
+            "config",
+            "median µs",
+            "× winner",
+            "status",
+            "winner",
+        ],
+        numeric=[False, False, False, False, False, True, True, False, False],
+    )
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["impl_key"], r["triton_kernel"], r["dtype"], r["shape"]), []).append(r)
+    for (key, tk, dtype, shape), rs in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], shape_sort_key(kv[0][3]))
+    ):
+        ok = [r for r in rs if r["status"] in ("ok", "") and math.isfinite(r["median_us"]) and r["median_us"] > 0]
+        ok_ids = {id(r) for r in ok}
+        marked = [r for r in ok if r["is_best"]]
+        winner = min(marked or ok, key=lambda r: (r["median_us"], r["config"]), default=None)
+        if winner is None:
+            win.add([key, tk, dtype, shape, "⚠ no config ran", fmt.NA, str(len(rs)), str(len(rs)), fmt.NA], "bad")
+        else:
+            slow = max(r["median_us"] for r in ok)
+            win.add(
+                [
+                    key,
+                    tk,
+                    dtype,
+                    shape,
+                    winner["config"],
+                    fmt.us(winner["median_us"]),
+                    str(len(rs)),
+                    str(len(rs) - len(ok)),
+                    fmt.ratio(slow / winner["median_us"]),
+                ],
+                "best",
+            )
+        for r in sorted(rs, key=lambda r: (r["median_us"] if math.isfinite(r["median_us"]) else math.inf, r["config"])):
+            is_w = winner is not None and r is winner
+            rel = r["median_us"] / winner["median_us"] if winner is not None else math.nan
+            bad = id(r) not in ok_ids
+            t_flag = "best" if is_w else ("bad" if bad else "")
+            full.add(
+                [
+                    key,
+                    tk,
+                    dtype,
+                    shape,
+                    r["config"],
+                    fmt.us(r["median_us"]),
+                    fmt.ratio(rel),
+                    ("⚠ " if bad else "") + (r["status"] or fmt.NA),
+                    "★" if is_w else "",
+                ],
+                t_flag,
+            )
+    return win, full

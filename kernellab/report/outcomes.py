@@ -1,0 +1,45 @@
+"""Cases that did not measure: real failures apart from expected absences."""
+
+from __future__ import annotations
+
+from kernellab.report import fmt
+from kernellab.report.load import Results, check_failed, shape_sort_key
+from kernellab.report.tables import Table
+
+ABSENT = "unavailable"  # expected absences (no GPU, no ncu, no extension): not failures
+
+
+def absences_table(res: Results) -> Table:
+    """What could not run here, one line per implementation and reason (the kernels listed)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in res.summary:
+        if r["status"] == ABSENT:
+            groups.setdefault((r["impl_key"], r["reason"]), []).append(r)
+    t = Table(["implementation", "kernels", "cases", "why"], numeric=[False, False, True, False])
+    for (key, reason), rows in sorted(groups.items()):
+        kernels = sorted({r["kernel"] for r in rows})
+        t.add([key, ", ".join(kernels), str(len(rows)), reason or fmt.NA])
+    return t
+
+
+def failures_table(res: Results) -> Table:
+    groups: dict[tuple, list[dict]] = {}
+    for r in res.summary:
+        if r["status"] == ABSENT:
+            continue
+        if r["status"] != "ok" or check_failed(r):
+            if r["status"] != "ok":
+                status = r["status"]
+            else:
+                status = "incorrect" if r["check_status"] == "failed" else f"check {r['check_status']}"
+            reason = r["reason"]
+            if r["status"] == "ok" and not reason:
+                reason = f"correctness check {r['check_status']}"
+            groups.setdefault((r["kernel"], r["impl_key"], status, reason), []).append(r)
+    t = Table(["kernel", "impl_key", "status", "cases", "which", "reason"], numeric=[False, False, False, True])
+    for (kernel, key, status, reason), rows in sorted(groups.items()):
+        rows = sorted(rows, key=lambda r: (r["dtype"], shape_sort_key(r["shape"], r["numel"])))
+        which = [f"{r['dtype']} {r['shape']}{(' ' + r['params']) if r['params'] else ''}" for r in rows]
+        shown = ", ".join(which[:6]) + (f", … (+{len(which) - 6})" if len(which) > 6 else "")
+        t.add([kernel, key, f"⚠ {status}", str(len(rows)), shown, reason or fmt.NA], "bad")
+    return t

@@ -1,0 +1,108 @@
+"""The summary section: best implementation per kernel and geometric means against the baseline."""
+
+from __future__ import annotations
+
+import math
+
+from kernellab.report import fmt
+from kernellab.report.figures import _panel_key, _panel_label
+from kernellab.report.load import Results, shape_sort_key
+from kernellab.report.model import (
+    BASELINE,
+    metric_label,
+    pct_of_ceiling,
+    value,
+)
+from kernellab.report.tables import Table
+from kernellab.stats import geomean
+
+
+def summary_table(res: Results, metrics: dict[str, str]) -> Table:
+    t = Table(
+        [
+            "kernel",
+            "case",
+            "shape",
+            "best implementation",
+            "median µs",
+            "GB/s or TFLOP/s",
+            "% of measured peak",
+            "speedup over torch_fused",
+            "note",
+        ],
+        numeric=[False, False, False, False, True, True, True, True, False],
+    )
+    for kernel in sorted({r["kernel"] for r in res.summary}):
+        rows = [r for r in res.summary if r["kernel"] == kernel]
+        metric = metrics[kernel]
+        multi_mode = len({r["mode"] for r in rows}) > 1
+        for pk in sorted({_panel_key(r) for r in rows}):
+            prow = [r for r in rows if _panel_key(r) == pk]
+            label = _panel_label(pk, multi_mode)
+            valid = [r for r in prow if r["valid"]]
+            largest_any = max(prow, key=lambda r: shape_sort_key(r["shape"], r["numel"]))["shape"]
+            if not valid:
+                t.add(
+                    [
+                        kernel,
+                        label,
+                        largest_any,
+                        "⚠ no correct implementation",
+                        fmt.NA,
+                        fmt.NA,
+                        fmt.NA,
+                        fmt.NA,
+                        "every row failed or is unavailable",
+                    ],
+                    "bad",
+                )
+                continue
+            shape = max(valid, key=lambda r: shape_sort_key(r["shape"], r["numel"]))["shape"]
+            best = [r for r in valid if r["shape"] == shape and r["best"]]
+            b = best[0]
+            note = "" if shape == largest_any else f"largest shape {largest_any} has no correct result"
+            t.add(
+                [
+                    kernel,
+                    label,
+                    shape,
+                    b["impl_key"],
+                    fmt.us(b["median_us"]),
+                    f"{fmt.throughput(value(b, metric), metric)} {metric_label(metric)}",
+                    fmt.pct(pct_of_ceiling(b, metric, res.survey)) + (" ↑" if b.get("above_survey") else ""),
+                    fmt.ratio(b["speedup"]),
+                    note,
+                ],
+                "best",
+            )
+    return t
+
+
+def geomean_table(res: Results) -> Table:
+    t = Table(
+        ["kernel", "impl_key", "cases", "geomean speedup", "min", "max", "cases left out"],
+        numeric=[False, False, True, True, True, True, True],
+    )
+    keys = sorted({(r["kernel"], r["impl_key"]) for r in res.summary})
+    for kernel, key in keys:
+        if key == BASELINE:
+            continue
+        rows = [r for r in res.summary if r["kernel"] == kernel and r["impl_key"] == key]
+        sp = [r["speedup"] for r in rows if math.isfinite(r["speedup"])]
+        left = len(rows) - len(sp)
+        if sp:
+            t.add(
+                [
+                    kernel,
+                    key,
+                    str(len(sp)),
+                    fmt.ratio(geomean(sp)),
+                    fmt.ratio(min(sp)),
+                    fmt.ratio(max(sp)),
+                    str(left),
+                ],
+                "" if geomean(sp) <= 1 else "good",
+            )
+        else:
+            t.add([kernel, key, "0", fmt.NA, fmt.NA, fmt.NA, str(left)], "warn")
+    return t
