@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
@@ -15,6 +16,10 @@ sys.path.insert(0, str(ROOT))
 from kernellab import registry, runtime  # noqa: E402
 
 runtime.setup()
+# Tests fork workers (kernellab.isolate) from this process after others have run PyTorch ops
+# in it: a fork while PyTorch's intra-op thread pool exists can deadlock the child, so that
+# pool is never started here (one thread is plenty for the tests' small tensors).
+torch.set_num_threads(1)
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
 
