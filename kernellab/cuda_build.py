@@ -145,10 +145,14 @@ def sources(dirs=None) -> list[Path]:
     return [f for fam in family_sources(dirs).values() for f in fam["cu"]]
 
 
+def family_folder(source: Path) -> Path:
+    """The family folder a source lies in (its nearest parent with an __init__.py)."""
+    return next((p for p in source.parents if (p / "__init__.py").exists()), source.parent)
+
+
 def include_dirs(source: Path) -> list[Path]:
     """What a family source may include: the shared headers, its own folder's and its family's."""
-    family = next((p for p in source.parents if (p / "__init__.py").exists()), source.parent)
-    return list(dict.fromkeys([COMMON_DIR, source.parent, family]))
+    return list(dict.fromkeys([COMMON_DIR, source.parent, family_folder(source)]))
 
 
 def standalone_flags(arch: int = DEFAULT_ARCH, source: Path | None = None) -> list[str]:
@@ -159,7 +163,7 @@ def standalone_flags(arch: int = DEFAULT_ARCH, source: Path | None = None) -> li
 
 def label(source: Path) -> str:
     """``matmul/sgemm/sgemm.cu``: a source named from its family folder."""
-    family = next((p for p in source.parents if (p / "__init__.py").exists()), source.parent)
+    family = family_folder(source)
     return f"{family.name}/{source.relative_to(family)}"
 
 

@@ -8,14 +8,14 @@ so a job scheduled on the wrong model fails instead of mixing two machines in on
 
 from __future__ import annotations
 
-import re
+from kernellab.survey import slugify
 
 VENDORS = ("nvidia-", "amd-", "cpu-")
 
 
 def set_base(model: str) -> str:
     """``h100`` -> ``nvidia-h100``; names that carry a vendor (``cpu-x86_64``) stay as they are."""
-    slug = re.sub(r"[^a-z0-9_]+", "-", model.lower()).strip("-")
+    slug = slugify(model)
     return slug if slug.startswith(VENDORS) else f"nvidia-{slug}"
 
 

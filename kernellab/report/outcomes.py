@@ -5,15 +5,14 @@ from __future__ import annotations
 from kernellab.report import fmt
 from kernellab.report.load import Results, check_failed, shape_sort_key
 from kernellab.report.tables import Table
-
-ABSENT = "unavailable"  # expected absences (no GPU, no ncu, no extension): not failures
+from kernellab.run_summary import ABSENT  # expected absences: not failures
 
 
 def absences_table(res: Results) -> Table:
     """What could not run here, one line per implementation and reason (the kernels listed)."""
     groups: dict[tuple, list[dict]] = {}
     for r in res.summary:
-        if r["status"] == ABSENT:
+        if r["status"] in ABSENT:
             groups.setdefault((r["impl_key"], r["reason"]), []).append(r)
     t = Table(["implementation", "kernels", "cases", "why"], numeric=[False, False, True, False])
     for (key, reason), rows in sorted(groups.items()):
@@ -25,7 +24,7 @@ def absences_table(res: Results) -> Table:
 def failures_table(res: Results) -> Table:
     groups: dict[tuple, list[dict]] = {}
     for r in res.summary:
-        if r["status"] == ABSENT:
+        if r["status"] in ABSENT:
             continue
         if r["status"] != "ok" or check_failed(r):
             if r["status"] != "ok":
