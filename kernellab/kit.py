@@ -88,12 +88,17 @@ def cuda_op(name: str, variant: str, family: str | None = None) -> Callable:
 
 # Row kernels (softmax, layer norm, RMSNorm) hold a row in registers in one pass, or loop
 # over it in chunks (a streaming path, named by a constexpr flag: LOOPED, ONLINE). Rows up
-# to REGISTER_ROW_COLS (padded) columns always take one pass; up to ONE_PASS_MAX_COLS the
+# to REGISTER_ROW_COLS (padded) columns may take one pass; up to ONE_PASS_MAX_COLS the
 # autotuner also times one pass with one row per 16 or 32 warps (32 to 64 values per
-# thread) against the loop, whose second read of a 128 KiB row is not always an L2 hit
-# when every SM holds several such rows; wider rows loop.
+# thread); the loop is timed at every width, with chunks up to the whole row: a loop of one
+# chunk reads the row twice, the second time from the L2, and keeps no value live across
+# the reduction (what Inductor's reductions do at 32768 columns). Every config has
+# num_stages=1: a loop with no dot gains nothing from the pipeliner's shared-memory stages,
+# which only cost occupancy.
 REGISTER_ROW_COLS = 8192
 ONE_PASS_MAX_COLS = 32768
+LOOP_MIN_COLS = 2048  # shorter rows always fit in one pass
+ROW_STAGES = 1
 
 
 def row_tile_configs(flag: str):
@@ -103,26 +108,35 @@ def row_tile_configs(flag: str):
     fit a row length; the interpreter runs the first of those."""
     import triton
 
+    def cfg(tile, looped, warps):
+        return triton.Config({"TILE": tile, flag: looped}, num_warps=warps, num_stages=ROW_STAGES)
+
     tiles = [(tile, warps) for tile in (2048, 4096, 8192, 1024) for warps in (4, 8, 16)]
-    return ([triton.Config({"TILE": tile, flag: False}, num_warps=warps) for tile, warps in tiles]
-            + [triton.Config({"TILE": 1, flag: False}, num_warps=warps) for warps in (16, 32)]
-            + [triton.Config({"TILE": tile, flag: True}, num_warps=warps) for tile, warps in tiles])
+    long_chunks = [(tile, warps) for tile in (16384, 32768) for warps in (16, 32)]
+    return ([cfg(tile, False, warps) for tile, warps in tiles]
+            + [cfg(1, False, warps) for warps in (16, 32)]
+            + [cfg(tile, True, warps) for tile, warps in tiles + long_chunks])
 
 
 def prune_row_tile_configs(configs, named_args, **kwargs):
-    """The configs that fit rows of BLOCK_COLS (padded) columns: one pass only up to
-    REGISTER_ROW_COLS (one config per rows-per-program and warp count), one pass with
-    one row per program or the loop up to ONE_PASS_MAX_COLS, the loop beyond."""
+    """The configs that fit rows of BLOCK_COLS (padded) columns: one pass up to
+    REGISTER_ROW_COLS (one config per rows-per-program and warp count), one pass with one
+    row per program up to ONE_PASS_MAX_COLS, and the loop with chunks of at most the row
+    (one config per chunk and warp count) from LOOP_MIN_COLS."""
     block_cols = kwargs["BLOCK_COLS"]
     flag = next(k for k in configs[0].kwargs if k != "TILE")
-    if block_cols > ONE_PASS_MAX_COLS:
-        return [c for c in configs if c.kwargs[flag]]
-    if block_cols > REGISTER_ROW_COLS:
-        return [c for c in configs if c.kwargs[flag] or c.kwargs["TILE"] == 1]
     seen, kept = set(), []
     for cfg in configs:
-        key = (rows_per_program(cfg.kwargs["TILE"], block_cols), cfg.num_warps)
-        if not cfg.kwargs[flag] and key not in seen:
+        tile, looped = cfg.kwargs["TILE"], cfg.kwargs[flag]
+        if looped:
+            if block_cols < LOOP_MIN_COLS:
+                continue
+            key = ("loop", min(tile, block_cols), cfg.num_warps)
+        elif block_cols > ONE_PASS_MAX_COLS or (block_cols > REGISTER_ROW_COLS and tile != 1):
+            continue
+        else:
+            key = ("one", rows_per_program(tile, block_cols), cfg.num_warps)
+        if key not in seen:
             seen.add(key)
             kept.append(cfg)
     return kept

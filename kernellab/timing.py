@@ -1,8 +1,10 @@
 """Timing one call: warm-up by time, cold or warm samples, noise-based stop, graph replay.
 
-On a GPU each sample is bracketed by CUDA events; in ``cold`` mode a buffer larger than
-the L2 is written before every sample (outside the events), so each sample starts with
-the data in device memory, as in nvbench and ``triton.testing.do_bench``. As in nvbench,
+On a GPU each sample is bracketed by CUDA events; in ``cold`` mode a buffer twice the L2
+is read before every sample (outside the events), so each sample starts with the data in
+device memory, as in nvbench and ``triton.testing.do_bench``, and with no dirty line left
+in the L2: their flush writes its buffer, and the write-back of up to an L2 of dirty
+lines then lands inside the next timed kernel. As in nvbench,
 a spin kernel holds the stream while the host enqueues each batch (``_hold``), so the
 events time the GPU's work, not the host's launch overhead (the graph replay below
 still tells how much launching the call costs). Samples are
@@ -97,7 +99,9 @@ def llc_bytes() -> int:
 
 
 class Flusher:
-    """Writes a buffer twice the size of the last-level cache, evicting earlier data."""
+    """Reads a buffer twice the size of the last-level cache, evicting earlier data: the
+    previous sample's dirty lines are written back during the flush, and what the cache
+    holds afterwards is clean, so the timed call pays for no write-back of the flush."""
 
     def __init__(self, device: str):
         import torch
@@ -107,10 +111,12 @@ class Flusher:
         else:
             l2 = llc_bytes()
         self.bytes = 2 * l2
-        self.buf = torch.empty(self.bytes // 4, dtype=torch.int32, device=device)
+        self.buf = torch.zeros(self.bytes // 4, dtype=torch.int32, device=device)
+        self.sink = torch.empty((), dtype=torch.int32, device=device)
+        self.amax = torch.amax
 
     def __call__(self) -> None:
-        self.buf.zero_()
+        self.amax(self.buf, dim=0, out=self.sink)
 
 
 # ------------------------------------------------------------------ measuring

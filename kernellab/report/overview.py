@@ -116,8 +116,9 @@ def method(res: Results) -> list[str]:
         f"or {c('budget_s', ' s')} are spent (not converged). Warm-up: {c('warmup_s', ' s')}.",
         f"L2 flush: timing mode(s) in this run: {', '.join(modes) or '(not recorded)'}; configured: "
         f"{c('mode')}. In cold mode a buffer twice the size of the L2 (the last-level cache on a CPU) "
-        "is written before every sample, outside the timed region, so inputs come from memory; warm "
-        "mode does not flush.",
+        "is read before every sample, outside the timed region, so inputs come from memory and no "
+        "dirty line of the flush is left to be written back inside the timed call; warm mode does not "
+        "flush.",
         f"CUDA-graph replay (GPU only): {graph_txt}; kernels shorter than {c('graph_max_us', ' µs')} "
         "are also captured into a CUDA graph and replayed; graph_us is the replay median, without the "
         "GPU-side cost of launching the call's kernels one by one. Throttling: batches during which "

@@ -58,7 +58,8 @@ def layer_norm_fused(out, x, w, b):
 
 @triton.jit
 def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
-                      BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, LOOPED: tl.constexpr):
+                      BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, LOOPED: tl.constexpr,
+                      EVEN: tl.constexpr = False):
     """LayerNorm of rows of n_cols <= BLOCK_COLS = next_power_of_2(n_cols) elements.
 
     LOOPED = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers:
@@ -77,11 +78,16 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
         offs = tl.arange(0, CHUNK)
         s1 = tl.zeros([CHUNK], dtype=tl.float32)
         s2 = tl.zeros([CHUNK], dtype=tl.float32)
+        # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, no masks. Pass 1
+        # asks the L2 to keep the row for pass 2, which reads it for the last time.
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
-            mask = cols < n_cols
-            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-            d = tl.where(mask, x - shift, 0.0)
+            if EVEN:
+                d = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32) - shift
+            else:
+                mask = cols < n_cols
+                x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+                d = tl.where(mask, x - shift, 0.0)
             s1 += d
             s2 += d * d
         mean_d = tl.sum(s1, axis=0) / n_cols
@@ -90,12 +96,17 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
         rstd = tl.math.rsqrt(var + eps)
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
-            mask = cols < n_cols
-            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            y = (x - mean) * rstd * w + b
-            tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+            if EVEN:
+                x = tl.load(x_row + cols, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+                b = tl.load(b_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+                tl.store(o_row + cols, ((x - mean) * rstd * w + b).to(out_ptr.dtype.element_ty))
+            else:
+                mask = cols < n_cols
+                x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+                b = tl.load(b_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+                tl.store(o_row + cols, ((x - mean) * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
     else:
         ROWS: tl.constexpr = max(TILE // BLOCK_COLS, 1)
         rows = pid * ROWS + tl.arange(0, ROWS)
@@ -126,16 +137,18 @@ def layer_norm_triton(out, x, w, b):
     rows, cols = x.shape
     block = triton.next_power_of_2(cols)
     launch(layer_norm_tuned, row_grid(rows, block, "LOOPED"), x, w, b, out, rows, cols, x.stride(0),
-           out.stride(0), EPS, BLOCK_COLS=block)
+           out.stride(0), EPS, BLOCK_COLS=block, EVEN=cols == block)
     return out
 
 
-_layer_norm_cuda = cuda_op("layer_norm", "block")
-
-
-def layer_norm_cuda(out, x, w, b):
+def layer_norm_cuda(variant: str):
     """layer_norm(x, w, b, out, eps, variant): eps passed explicitly."""
-    return _layer_norm_cuda(out, x, w, b, eps=EPS)
+    op = cuda_op("layer_norm", variant)
+
+    def run(out, x, w, b):
+        return op(out, x, w, b, eps=EPS)
+
+    return run
 
 
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
@@ -191,4 +204,7 @@ FAMILY.add(Impl("layer_norm", "torch_fused", "torch", layer_norm_fused))
 FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_triton,
                 triton_kernels=(layer_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("layer_norm", "compiled", "compile", compiled(layer_norm_naive)))
-FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda, cuda_kernels=("layer_norm_block",)))
+# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
+for step in ("block", "cluster"):
+    FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
+                    cuda_kernels=(f"layer_norm_{step}",)))

@@ -6,8 +6,13 @@
 // (two-pass variance: no cancellation), and the normalized row is written. Longer rows read
 // global memory three times. fp32 statistics; 16-byte loads and stores when cols % 4 == 0
 // (fp32) or cols % 8 == 0 (bf16) and the pointers are aligned, else scalar.
+//
+// layer_norm_cluster (sm_90): the row split across a thread-block cluster, each CTA's slice
+// in registers (row_cluster.cuh); mean, then the centered variance, each one cluster
+// reduction; weight and bias loads issued before the first reduction. One read of x.
 #include "common.cuh"
 #include "layer_norm.h"
+#include "row_cluster.cuh"
 
 template <typename T, bool VEC, bool CACHED>
 __global__ void __launch_bounds__(1024)
@@ -64,8 +69,56 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
+template <typename T, int V>
+__global__ void __launch_bounds__(kl::kClusterThreads)
+    layer_norm_cluster(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                       T* __restrict__ out, int cols, int slice_units, float eps) {
+#if KL_CLUSTER_BODY
+  constexpr int N = kl::Pack<T>::N;
+  __shared__ float scratch[32];
+  __shared__ float slots[2];
+  const int64_t row = blockIdx.x / cooperative_groups::this_cluster().num_blocks();
+  kl::ClusterSlice<T, V> slice;
+  slice.locate(slice_units, cols / N);
+  slice.load(x + row * cols);
+  uint4 wraw[V], braw[V];
+  slice.load_raw(w, wraw);
+  slice.load_raw(b, braw);
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  const float mean = kl::cluster_reduce<false>(slice.sum([](float v) { return v; }), scratch, &slots[0]) * inv_cols;
+  const float var = kl::cluster_reduce<false>(
+      slice.sum([mean](float v) { return (v - mean) * (v - mean); }), scratch, &slots[1]) * inv_cols;
+  kl::cluster_reads_done();
+  const float rstd = rsqrtf(var + eps);
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    float wf[N], bf[N];
+    kl::Pack<T>::unpack(wraw[k], wf);
+    kl::Pack<T>::unpack(braw[k], bf);
+#pragma unroll
+    for (int j = 0; j < N; ++j) slice.v[k][j] = (slice.v[k][j] - mean) * rstd * wf[j] + bf[j];
+  }
+  slice.store(out + row * cols);
+  kl::cluster_wait_exit();
+#endif
+}
+
 namespace kl {
 namespace {
+
+template <typename T>
+int launch_layer_norm_cluster(const T* x, const T* w, const T* b, T* out, int64_t rows, int64_t cols, float eps,
+                              const ClusterShape& s, cudaStream_t stream) {
+  const int c = static_cast<int>(cols);
+  switch (s.vecs) {
+    case 4:
+      return launch_cluster_rows(layer_norm_cluster<T, 4>, rows, s, stream, x, w, b, out, c, s.slice_units, eps);
+    case 2:
+      return launch_cluster_rows(layer_norm_cluster<T, 2>, rows, s, stream, x, w, b, out, c, s.slice_units, eps);
+    default:
+      return launch_cluster_rows(layer_norm_cluster<T, 1>, rows, s, stream, x, w, b, out, c, s.slice_units, eps);
+  }
+}
 
 template <typename T, bool VEC, bool CACHED>
 int launch_layer_norm(const T* x, const T* w, const T* b, T* out, int64_t rows, int64_t cols, float eps,
@@ -81,12 +134,18 @@ int launch_layer_norm(const T* x, const T* w, const T* b, T* out, int64_t rows, 
 
 template <typename T>
 int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, int64_t rows, int64_t cols,
-                   float eps, cudaStream_t stream) {
+                   float eps, int variant, cudaStream_t stream) {
   const T* x = static_cast<const T*>(xv);
   const T* w = static_cast<const T*>(wv);
   const T* b = static_cast<const T*>(bv);
   T* out = static_cast<T*>(outv);
   const bool vec = cols % Pack<T>::N == 0 && aligned16(x) && aligned16(w) && aligned16(b) && aligned16(out);
+  ClusterShape shape;
+  const int64_t units = cols / Pack<T>::N;
+  if (variant == kLayerNormCluster && vec && cluster_rows_supported() &&
+      cluster_shape(units, cluster_vecs(units), shape)) {
+    return launch_layer_norm_cluster(x, w, b, out, rows, cols, eps, shape, stream);
+  }
   const bool cached = row_fits_smem(cols);
   if (vec) {
     return cached ? launch_layer_norm<T, true, true>(x, w, b, out, rows, cols, eps, stream)
@@ -100,14 +159,14 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
 
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
                       float eps, DType dtype, int variant, cudaStream_t stream) {
-  if (variant != kLayerNormBlock) return kErrUnknownVariant;
+  if (variant != kLayerNormBlock && variant != kLayerNormCluster) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {
     case DType::kFloat32:
-      return run_layer_norm<float>(x, w, b, out, rows, cols, eps, stream);
+      return run_layer_norm<float>(x, w, b, out, rows, cols, eps, variant, stream);
     case DType::kBFloat16:
-      return run_layer_norm<bf16>(x, w, b, out, rows, cols, eps, stream);
+      return run_layer_norm<bf16>(x, w, b, out, rows, cols, eps, variant, stream);
   }
   return kErrUnsupportedDtype;
 }

@@ -51,7 +51,7 @@ def test_recording_captures_autotuned_launches_without_running():
     ((fn, configs, args, kwargs),) = rec
     assert fn is layer_norm_tuned.fn
     assert args[:4] == (torch.float32,) * 4 and args[4:6] == (3, 1000)
-    assert kwargs == {"BLOCK_COLS": 1024}
+    assert kwargs == {"BLOCK_COLS": 1024, "EVEN": False}
     assert configs == kept_configs(layer_norm_tuned, (x, w, b, out, 3, 1000), kwargs)
     assert len(configs) > 1 and not any(c.kwargs["LOOPED"] for c in configs)
 
@@ -91,3 +91,18 @@ def test_gpu_cuda_op(kl_ops, dtype, shape):
     kl_ops.layer_norm(x, w, b, out, 1e-5, "block")
     ref = torch.nn.functional.layer_norm(x.double(), shape[-1:], w.double(), b.double(), 1e-5)
     assert cuda_rel_err(out, ref) < cuda_tol(dtype)
+
+
+@pytest.mark.parametrize("even", [True, False])
+def test_looped_path_in_chunks(even):
+    """The looped path over several chunks, mask-free (EVEN: the row a power of two) or masked."""
+    from kernellab.triton_utils import launch
+
+    from . import layer_norm_kernel
+
+    cols = 64 if even else 61
+    x, w, b = fam.make_inputs((3, cols), "fp32", DEVICE, 5)
+    out = fam.out_like(x, w, b).fill_(math.nan)
+    launch(layer_norm_kernel, (3,), x, w, b, out, 3, cols, x.stride(0), out.stride(0), 1e-5,
+           BLOCK_COLS=64, TILE=16, LOOPED=True, EVEN=even, num_warps=1)
+    check(fam, out, (x, w, b), out, (3, cols), "fp32")

@@ -53,7 +53,7 @@ def rms_norm_fused(out, x, w):
 
 @triton.jit
 def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
-                    BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, LOOPED: tl.constexpr):
+                    BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, LOOPED: tl.constexpr, EVEN: tl.constexpr = False):
     """RMSNorm of rows of n_cols <= BLOCK_COLS = next_power_of_2(n_cols) elements.
 
     LOOPED = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers:
@@ -68,17 +68,27 @@ def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
         o_row = out_ptr + pid * stride_out
         offs = tl.arange(0, CHUNK)
         acc = tl.zeros([CHUNK], dtype=tl.float32)
+        # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, no masks. Pass 1
+        # asks the L2 to keep the row for pass 2, which reads it for the last time.
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
-            x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+            if EVEN:
+                x = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32)
+            else:
+                x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0, eviction_policy="evict_last").to(tl.float32)
             acc += x * x
         rstd = tl.math.rsqrt(tl.sum(acc, axis=0) / n_cols + eps)
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
-            mask = cols < n_cols
-            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            tl.store(o_row + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
+            if EVEN:
+                x = tl.load(x_row + cols, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+                tl.store(o_row + cols, (x * rstd * w).to(out_ptr.dtype.element_ty))
+            else:
+                mask = cols < n_cols
+                x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+                tl.store(o_row + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
     else:
         ROWS: tl.constexpr = max(TILE // BLOCK_COLS, 1)
         rows = pid * ROWS + tl.arange(0, ROWS)
@@ -105,16 +115,18 @@ def rms_norm_triton(out, x, w):
     rows, cols = x.shape
     block = triton.next_power_of_2(cols)
     launch(rms_norm_tuned, row_grid(rows, block, "LOOPED"), x, w, out, rows, cols, x.stride(0), out.stride(0), EPS,
-           BLOCK_COLS=block)
+           BLOCK_COLS=block, EVEN=cols == block)
     return out
 
 
-_rms_norm_cuda = cuda_op("rms_norm", "block")
-
-
-def rms_norm_cuda(out, x, w):
+def rms_norm_cuda(variant: str):
     """rms_norm(x, w, out, eps, variant): eps passed explicitly."""
-    return _rms_norm_cuda(out, x, w, eps=EPS)
+    op = cuda_op("rms_norm", variant)
+
+    def run(out, x, w):
+        return op(out, x, w, eps=EPS)
+
+    return run
 
 
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
@@ -169,4 +181,7 @@ FAMILY.add(Impl("rms_norm", "torch_fused", "torch", rms_norm_fused))
 FAMILY.add(Impl("rms_norm", "triton", "triton", rms_norm_triton,
                 triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("rms_norm", "compiled", "compile", compiled(rms_norm_naive)))
-FAMILY.add(Impl("rms_norm", "cuda", "cuda", rms_norm_cuda, cuda_kernels=("rms_norm_block",)))
+# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
+for step in ("block", "cluster"):
+    FAMILY.add(Impl("rms_norm", "cuda", "cuda", rms_norm_cuda(step), step=step, ladder="hopper_rows",
+                    cuda_kernels=(f"rms_norm_{step}",)))

@@ -5,8 +5,13 @@
 // about 58K columns on Hopper); the sum of squares and the scaled write run from that copy.
 // Longer rows read global memory twice. fp32 statistics; 16-byte loads and stores when
 // cols % 4 == 0 (fp32) or cols % 8 == 0 (bf16) and the pointers are aligned, else scalar.
+//
+// rms_norm_cluster (sm_90): the row split across a thread-block cluster, each CTA's slice in
+// registers (row_cluster.cuh); one cluster reduction of the squares, the weight loads issued
+// before it. One read of x.
 #include "common.cuh"
 #include "rms_norm.h"
+#include "row_cluster.cuh"
 
 template <typename T, bool VEC, bool CACHED>
 __global__ void __launch_bounds__(1024)
@@ -45,8 +50,51 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
+template <typename T, int V>
+__global__ void __launch_bounds__(kl::kClusterThreads)
+    rms_norm_cluster(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, int cols, int slice_units,
+                     float eps) {
+#if KL_CLUSTER_BODY
+  constexpr int N = kl::Pack<T>::N;
+  __shared__ float scratch[32];
+  __shared__ float slots[1];
+  const int64_t row = blockIdx.x / cooperative_groups::this_cluster().num_blocks();
+  kl::ClusterSlice<T, V> slice;
+  slice.locate(slice_units, cols / N);
+  slice.load(x + row * cols);
+  uint4 wraw[V];
+  slice.load_raw(w, wraw);
+  const float ss = kl::cluster_reduce<false>(slice.sum([](float v) { return v * v; }), scratch, &slots[0]);
+  kl::cluster_reads_done();
+  const float rstd = rsqrtf(ss / static_cast<float>(cols) + eps);
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    float wf[N];
+    kl::Pack<T>::unpack(wraw[k], wf);
+#pragma unroll
+    for (int j = 0; j < N; ++j) slice.v[k][j] = slice.v[k][j] * rstd * wf[j];
+  }
+  slice.store(out + row * cols);
+  kl::cluster_wait_exit();
+#endif
+}
+
 namespace kl {
 namespace {
+
+template <typename T>
+int launch_rms_norm_cluster(const T* x, const T* w, T* out, int64_t rows, int64_t cols, float eps,
+                            const ClusterShape& s, cudaStream_t stream) {
+  const int c = static_cast<int>(cols);
+  switch (s.vecs) {
+    case 4:
+      return launch_cluster_rows(rms_norm_cluster<T, 4>, rows, s, stream, x, w, out, c, s.slice_units, eps);
+    case 2:
+      return launch_cluster_rows(rms_norm_cluster<T, 2>, rows, s, stream, x, w, out, c, s.slice_units, eps);
+    default:
+      return launch_cluster_rows(rms_norm_cluster<T, 1>, rows, s, stream, x, w, out, c, s.slice_units, eps);
+  }
+}
 
 template <typename T, bool VEC, bool CACHED>
 int launch_rms_norm(const T* x, const T* w, T* out, int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
@@ -60,12 +108,18 @@ int launch_rms_norm(const T* x, const T* w, T* out, int64_t rows, int64_t cols, 
 }
 
 template <typename T>
-int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64_t cols, float eps,
+int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64_t cols, float eps, int variant,
                  cudaStream_t stream) {
   const T* x = static_cast<const T*>(xv);
   const T* w = static_cast<const T*>(wv);
   T* out = static_cast<T*>(outv);
   const bool vec = cols % Pack<T>::N == 0 && aligned16(x) && aligned16(w) && aligned16(out);
+  ClusterShape shape;
+  const int64_t units = cols / Pack<T>::N;
+  if (variant == kRmsNormCluster && vec && cluster_rows_supported() &&
+      cluster_shape(units, cluster_vecs(units), shape)) {
+    return launch_rms_norm_cluster(x, w, out, rows, cols, eps, shape, stream);
+  }
   const bool cached = row_fits_smem(cols);
   if (vec) {
     return cached ? launch_rms_norm<T, true, true>(x, w, out, rows, cols, eps, stream)
@@ -79,14 +133,14 @@ int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64
 
 int rms_norm_launch(const void* x, const void* w, void* out, int64_t rows, int64_t cols, float eps,
                     DType dtype, int variant, cudaStream_t stream) {
-  if (variant != kRmsNormBlock) return kErrUnknownVariant;
+  if (variant != kRmsNormBlock && variant != kRmsNormCluster) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {
     case DType::kFloat32:
-      return run_rms_norm<float>(x, w, out, rows, cols, eps, stream);
+      return run_rms_norm<float>(x, w, out, rows, cols, eps, variant, stream);
     case DType::kBFloat16:
-      return run_rms_norm<bf16>(x, w, out, rows, cols, eps, stream);
+      return run_rms_norm<bf16>(x, w, out, rows, cols, eps, variant, stream);
   }
   return kErrUnsupportedDtype;
 }

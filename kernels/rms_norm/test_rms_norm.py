@@ -53,3 +53,18 @@ def test_gpu_cuda_op(kl_ops, dtype, shape):
     xd = x.double()
     ref = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
     assert cuda_rel_err(out, ref) < cuda_tol(dtype)
+
+
+@pytest.mark.parametrize("even", [True, False])
+def test_looped_path_in_chunks(even):
+    """The looped path over several chunks, mask-free (EVEN: the row a power of two) or masked."""
+    from kernellab.triton_utils import launch
+
+    from . import rms_norm_kernel
+
+    cols = 64 if even else 61
+    x, w = fam.make_inputs((3, cols), "fp32", DEVICE, 5)
+    out = fam.out_like(x, w).fill_(math.nan)
+    launch(rms_norm_kernel, (3,), x, w, out, 3, cols, x.stride(0), out.stride(0), 1e-6,
+           BLOCK_COLS=64, TILE=16, LOOPED=True, EVEN=even, num_warps=1)
+    check(fam, out, (x, w), out, (3, cols), "fp32")

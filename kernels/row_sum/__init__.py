@@ -37,9 +37,11 @@ def row_sum_fused(out, x):
 
 
 def triton_configs():
-    """Elements per loop iteration (TILE) x warps."""
+    """Elements per loop iteration (TILE) x warps x pipeline stages (1: plain loads, each
+    iteration's in flight at once; 3: the pipeliner stages loads through shared memory)."""
     return [
-        triton.Config({"TILE": tile}, num_warps=warps)
+        triton.Config({"TILE": tile}, num_warps=warps, num_stages=stages)
+        for stages in (1, 3)
         for tile in (4096, 8192, 2048, 16384)
         for warps in (4, 8, 16)
     ]
@@ -125,4 +127,7 @@ FAMILY.add(Impl("row_sum", "torch_fused", "torch", row_sum_fused))
 FAMILY.add(Impl("row_sum", "triton", "triton", row_sum_triton,
                 triton_kernels=(row_sum_kernel,), compile_specs=compile_specs))
 FAMILY.add(Impl("row_sum", "compiled", "compile", compiled(row_sum_naive)))
-FAMILY.add(Impl("row_sum", "cuda", "cuda", cuda_op("row_sum", "warp"), cuda_kernels=("row_sum_warp",)))
+# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
+for step in ("warp", "cluster"):
+    FAMILY.add(Impl("row_sum", "cuda", "cuda", cuda_op("row_sum", step), step=step, ladder="hopper_rows",
+                    cuda_kernels=(f"row_sum_{step}",)))

@@ -2,7 +2,12 @@
 //
 // row_sum_warp: one warp per row (8 rows per block of 256), 16-byte loads when cols % 4 == 0
 // (fp32) or cols % 8 == 0 (bf16), out[row] fp32, no atomics.
+//
+// row_sum_cluster (sm_90): one row per thread-block cluster of small CTAs (row_cluster.cuh),
+// every thread's V 16-byte loads issued at once, one cluster reduction: many more bytes in
+// flight per SM than one warp per row with two loads.
 #include "common.cuh"
+#include "row_cluster.cuh"
 #include "row_sum.h"
 
 constexpr int kRowSumThreads = 256;
@@ -43,12 +48,49 @@ __global__ void __launch_bounds__(kRowSumThreads)
   if (lane == 0) out[row] = s;
 }
 
+template <typename T, int V>
+__global__ void __launch_bounds__(kl::kClusterThreads)
+    row_sum_cluster(const T* __restrict__ x, float* __restrict__ out, int cols, int slice_units) {
+#if KL_CLUSTER_BODY
+  __shared__ float scratch[32];
+  __shared__ float slots[1];
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int64_t row = blockIdx.x / cluster.num_blocks();
+  kl::ClusterSlice<T, V> slice;
+  slice.locate(slice_units, cols / kl::Pack<T>::N);
+  slice.load(x + row * cols);
+  const float s = kl::cluster_reduce<false>(slice.sum([](float v) { return v; }), scratch, &slots[0]);
+  kl::cluster_reads_done();
+  if (cluster.block_rank() == 0 && threadIdx.x == 0) out[row] = s;
+  kl::cluster_wait_exit();
+#endif
+}
+
 namespace kl {
 namespace {
 
 template <typename T>
-int run_row_sum(const T* x, float* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+int launch_row_sum_cluster(const T* x, float* out, int64_t rows, int64_t cols, const ClusterShape& s,
+                           cudaStream_t stream) {
+  const int c = static_cast<int>(cols);
+  switch (s.vecs) {
+    case 4:
+      return launch_cluster_rows(row_sum_cluster<T, 4>, rows, s, stream, x, out, c, s.slice_units);
+    case 2:
+      return launch_cluster_rows(row_sum_cluster<T, 2>, rows, s, stream, x, out, c, s.slice_units);
+    default:
+      return launch_cluster_rows(row_sum_cluster<T, 1>, rows, s, stream, x, out, c, s.slice_units);
+  }
+}
+
+template <typename T>
+int run_row_sum(const T* x, float* out, int64_t rows, int64_t cols, int variant, cudaStream_t stream) {
   const bool vec = cols % Pack<T>::N == 0 && aligned16(x);
+  ClusterShape shape;
+  const int64_t units = cols / Pack<T>::N;
+  if (variant == kRowSumCluster && vec && cluster_rows_supported() && cluster_shape(units, cluster_vecs(units), shape)) {
+    return launch_row_sum_cluster(x, out, rows, cols, shape, stream);
+  }
   const int64_t blocks = cdiv(rows, kRowSumThreads / 32);
   if (blocks > INT_MAX) return kErrBadSize;
   if (vec) {
@@ -65,14 +107,14 @@ int run_row_sum(const T* x, float* out, int64_t rows, int64_t cols, cudaStream_t
 
 int row_sum_launch(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, int variant,
                    cudaStream_t stream) {
-  if (variant != kRowSumWarp) return kErrUnknownVariant;
+  if (variant != kRowSumWarp && variant != kRowSumCluster) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || cols > INT_MAX) return kErrBadSize;
   if (rows == 0) return kOk;
   switch (dtype) {
     case DType::kFloat32:
-      return run_row_sum(static_cast<const float*>(x), out, rows, cols, stream);
+      return run_row_sum(static_cast<const float*>(x), out, rows, cols, variant, stream);
     case DType::kBFloat16:
-      return run_row_sum(static_cast<const bf16*>(x), out, rows, cols, stream);
+      return run_row_sum(static_cast<const bf16*>(x), out, rows, cols, variant, stream);
   }
   return kErrUnsupportedDtype;
 }

@@ -6,8 +6,8 @@
 
 namespace kl {
 
-enum RowSumVariant : int { kRowSumWarp = 0 };
-inline constexpr const char* kRowSumVariants[] = {"warp"};
+enum RowSumVariant : int { kRowSumWarp = 0, kRowSumCluster = 1 };
+inline constexpr const char* kRowSumVariants[] = {"warp", "cluster"};
 
 // out[r] (fp32) = sum of row r of the (rows, cols) matrix x.
 int row_sum_launch(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, int variant,

@@ -62,9 +62,9 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
     ONLINE = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers;
     one read and one write per element.
     ONLINE = True: one row per program streamed in chunks of min(TILE, BLOCK_COLS): pass 1
-    keeps a running max and a rescaled running sum per lane, pass 2 re-reads the row (from
-    L1/L2 for rows of a few hundred KB) and writes exp(x - max) / sum. Registers no longer
-    grow with the row length.
+    keeps the running max of the chunks and a rescaled running sum per lane, pass 2 re-reads
+    the row (from L2, which pass 1 asked to keep it) and writes exp(x - max) / sum: one exp
+    per element per pass. Registers no longer grow with the row length.
     """
     pid = tl.program_id(0).to(tl.int64)
     if ONLINE:
@@ -72,21 +72,23 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
         x_row = x_ptr + pid * stride_x
         o_row = out_ptr + pid * stride_out
         offs = tl.arange(0, CHUNK)
-        # a finite start: exp(m_old - m_new) stays defined for lanes that see only padding
-        m_vec = tl.full([CHUNK], -1.0e30, tl.float32)
+        # the running max is the chunk's (one block reduction per chunk), so each element
+        # takes one exp per pass; a finite start keeps exp(m - m_new) defined
+        m = tl.max(tl.full([CHUNK], -1.0e30, tl.float32), axis=0)
         s_vec = tl.zeros([CHUNK], dtype=tl.float32)
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
-            x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-            m_new = tl.maximum(m_vec, x)
-            s_vec = s_vec * tl.exp(m_vec - m_new) + tl.exp(x - m_new)
-            m_vec = m_new
-        m = tl.max(m_vec, axis=0)
-        inv = 1.0 / tl.sum(s_vec * tl.exp(m_vec - m), axis=0)
+            # pass 1 asks the L2 to keep the row for pass 2, which reads it for the last time
+            x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf"),
+                        eviction_policy="evict_last").to(tl.float32)
+            m_new = tl.maximum(m, tl.max(x, axis=0))
+            s_vec = s_vec * tl.exp(m - m_new) + tl.exp(x - m_new)
+            m = m_new
+        inv = 1.0 / tl.sum(s_vec, axis=0)
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
             mask = cols < n_cols
-            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
             y = tl.exp(x - m) * inv
             tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
     else:
@@ -212,7 +214,10 @@ FAMILY = register_family(
 
 FAMILY.add(Impl("softmax", "torch_fused", "torch", softmax_fused))
 FAMILY.add(Impl("softmax", "compiled", "compile", compiled(softmax_naive)))
-FAMILY.add(Impl("softmax", "cuda", "cuda", cuda_op("softmax", "block"), cuda_kernels=("softmax_block",)))
+# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
+for step in ("block", "cluster"):
+    FAMILY.add(Impl("softmax", "cuda", "cuda", cuda_op("softmax", step), step=step, ladder="hopper_rows",
+                    cuda_kernels=(f"softmax_{step}",)))
 
 # The Triton ladder; its first step is the naive PyTorch chain.
 FAMILY.add(Impl(
