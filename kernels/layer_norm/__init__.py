@@ -8,10 +8,9 @@ profile shape) that is 256 MiB, about 64 us at 4.2 TB/s; at 4096 x 32768 fp32, 1
 about 0.26 ms.
 
 The Triton kernel keeps whole rows in registers (several short rows per program), or
-loops over a row in two passes (statistics, then normalize; the second read mostly hits
-L1/L2); one autotuned kernel, the config's constexpr LOOPED picks the path: one pass up
-to 8192 columns, the faster of the two up to 32768 (``_common.prune_row_tile_configs``),
-the loop beyond.
+loops over a row in three passes (mean, centered variance, normalize; the second and
+third reads hit the L2); one autotuned kernel, the config's constexpr LOOPED picks the
+path (``kit.prune_row_tile_configs`` says which configs each width times).
 """
 
 from __future__ import annotations
@@ -64,36 +63,38 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
 
     LOOPED = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers:
     exact two-pass statistics on chip, one read of x.
-    LOOPED = True: one row per program in chunks of min(TILE, BLOCK_COLS): pass 1 sums
-    d = x - shift and d^2 per lane, the shift being the row's first element, so that
-    var = E[d^2] - E[d]^2 does not cancel catastrophically when |mean| >> std; pass 2
-    re-reads the row (mostly from L1/L2) and normalizes.
+    LOOPED = True: one row per program in chunks of min(TILE, BLOCK_COLS), three passes as
+    Inductor's reductions make them: the mean, then the centered variance (exact, no
+    cancellation), then the normalized write; passes 2 and 3 re-read the row from the L2,
+    which passes 1 and 2 ask to keep it.
     """
     pid = tl.program_id(0).to(tl.int64)
     if LOOPED:
         CHUNK: tl.constexpr = min(TILE, BLOCK_COLS)
         x_row = x_ptr + pid * stride_x
         o_row = out_ptr + pid * stride_out
-        shift = tl.load(x_row).to(tl.float32)
         offs = tl.arange(0, CHUNK)
+        # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, no masks
         s1 = tl.zeros([CHUNK], dtype=tl.float32)
-        s2 = tl.zeros([CHUNK], dtype=tl.float32)
-        # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, no masks. Pass 1
-        # asks the L2 to keep the row for pass 2, which reads it for the last time.
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
             if EVEN:
-                d = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32) - shift
+                s1 += tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32)
+            else:
+                s1 += tl.load(x_row + cols, mask=cols < n_cols, other=0.0,
+                              eviction_policy="evict_last").to(tl.float32)
+        mean = tl.sum(s1, axis=0) / n_cols
+        s2 = tl.zeros([CHUNK], dtype=tl.float32)
+        for start in range(0, n_cols, CHUNK):
+            cols = start + offs
+            if EVEN:
+                d = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32) - mean
             else:
                 mask = cols < n_cols
                 x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-                d = tl.where(mask, x - shift, 0.0)
-            s1 += d
+                d = tl.where(mask, x - mean, 0.0)
             s2 += d * d
-        mean_d = tl.sum(s1, axis=0) / n_cols
-        var = tl.maximum(tl.sum(s2, axis=0) / n_cols - mean_d * mean_d, 0.0)
-        mean = shift + mean_d
-        rstd = tl.math.rsqrt(var + eps)
+        rstd = tl.math.rsqrt(tl.sum(s2, axis=0) / n_cols + eps)
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
             if EVEN:

@@ -19,8 +19,8 @@ DEVICE = runtime.device()
 
 
 def test_large_mean():
-    """mean / std = 15000: the looped kernel's shifted sums keep the variance accurate, where
-    E[x^2] - E[x]^2 in fp32 is off by a factor of about 60. What remains (about 3e-4) is the
+    """mean / std = 15000: the looped kernel's centered second pass keeps the variance
+    accurate, where E[x^2] - E[x]^2 in fp32 is off by a factor of about 60. What remains (about 3e-4) is the
     rounding of the mean to fp32 (ulp(300) / 2 against a std of 0.02), as in PyTorch (1e-3)."""
     x, w, b = fam.make_inputs((2, 9000), "fp32", DEVICE, 4)
     x = x * 0.01 + 300.0

@@ -147,8 +147,8 @@ def softmax_online(out, x):
 
 def softmax_autotuned(out, x):
     """Step autotuned: the config picks one pass, with several short rows per program, or
-    the online path: one pass up to 8192 columns, the faster of the two up to 32768, online
-    beyond (``_common.prune_row_tile_configs``); TILE and warps autotuned too."""
+    the online path, whichever times faster (``kit.prune_row_tile_configs`` says which configs
+    each width times); TILE and warps autotuned too."""
     rows, cols = _rows_cols(out, x)
     block = triton.next_power_of_2(cols)
     launch(softmax_tuned, row_grid(rows, block, "ONLINE"), x, out, rows, cols, x.stride(0), out.stride(0),
