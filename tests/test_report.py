@@ -85,6 +85,7 @@ def test_writes_pages_and_plots(gpu):
         "plots/gelu_speedup.png",
         "plots/matmul_throughput.png",
         "plots/compare_cpu-x86_64.png",
+        "plots/ceilings_cpu-x86_64.png",
     } <= set(pngs)
     for p in pngs:
         assert files[p] == out / p and files[p].read_bytes().startswith(PNG)
@@ -152,7 +153,7 @@ def test_html_is_self_contained(gpu):
     assert not re.search(r"<(script|link|iframe|object|embed|base)\b", html, re.I)
     assert "@import" not in html and "url(" not in html
     srcs = re.findall(r"<img[^>]*\ssrc=\"([^\"]*)\"", html)
-    assert len(srcs) == html.count("<img") == 11
+    assert len(srcs) == html.count("<img") == 12
     for src in srcs:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG)
@@ -454,6 +455,93 @@ def test_hardware_comparison_gives_verdicts(tmp_path):
     assert "at most 25% (compare.threshold)" in md
 
 
+def test_hardware_comparison_against_the_ceilings(tmp_path, monkeypatch):
+    """Two GPUs: 'there' has a 3000 GB/s copy (here 4200) and 600 bf16 / 40.8 fp32 TFLOP/s
+    matmul rates (here 750 / 51), and runs gelu 1.4x and the rest 1.25x slower. Per family,
+    the ceilings' ratio comes from the two survey.json files and stands beside the median
+    time ratio; two sgemm cases run faster there, and the table of compute-bound SLOWER
+    cases shows each side's SM clock from summary.csv and power from bench/*.csv."""
+    from kernellab.report import plots
+
+    root = tmp_path / "results"
+    for name in ("here", "there"):
+        shutil.copytree(FIXTURE / "fake-gpu", root / name)
+        shutil.rmtree(root / name / "compare")
+    survey = json.loads((FIXTURE / "fake-gpu" / "survey.json").read_text(encoding="utf-8"))
+    survey["nvml"] = {"max_sm_clock_mhz": 1980, "power_limit_w": 700.0}
+    (root / "here" / "survey.json").write_text(json.dumps(survey), encoding="utf-8")
+    survey.update(copy_gbps=3000.0, matmul_tflops={"fp32": 40.8, "tf32": 304.0, "bf16": 600.0, "fp16": 608.0})
+    (root / "there" / "survey.json").write_text(json.dumps(survey), encoding="utf-8")
+
+    slower_here = {("cuda@coalesced", "4096x4096x4096"): 0.7, ("cuda@blocktile_1d", "4096x4096x4096"): 0.8}
+    capped = ("sgemm", "cuda@blocktile_1d", "4096x4096x4096", "fp32")
+    here, there = summary_rows("fake-gpu"), summary_rows("fake-gpu")
+    for a, b in zip(here, there, strict=True):
+        k = slower_here.get((b["impl_key"], b["shape"]), 1.4 if b["kernel"] == "gelu" else 1.25)
+        for col in ("median_us", "p20_us", "p80_us"):
+            b[col] = str(float(b[col]) * k) if b[col] else b[col]
+        for col in ("gbps", "tflops"):
+            b[col] = str(float(b[col]) / k) if b[col] else b[col]
+        if (a["kernel"], a["impl_key"], a["shape"], a["dtype"]) == capped:
+            a["sm_clock_mhz"] = "1740"
+    bench_cols = ["kernel", "impl_key", "shape", "dtype", "params", "mode", "power_w", "temperature_c"]
+    for name, rows, watts in (("here", here, 690.0), ("there", there, 520.0)):
+        with (root / name / "summary.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        (root / name / "bench").mkdir()
+        with (root / name / "bench" / "sgemm.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=bench_cols, extrasaction="ignore")
+            w.writeheader()
+            w.writerows({**r, "power_w": watts, "temperature_c": 80} for r in rows if r["kernel"] == "sgemm")
+
+    drawn = {}
+    real = plots.png_bytes
+
+    def keep(fig):
+        drawn[fig.axes[0].get_title()] = plots.overlapping_tick_labels(fig)
+        return real(fig)
+
+    monkeypatch.setattr(plots, "png_bytes", keep)
+    files = render(root, "here", tmp_path / "out", others=["there"])
+    assert files["plots/ceilings_there.png"].read_bytes().startswith(PNG)
+    assert drawn["time ratio per family against the ceilings' ratio"] == []
+    md = files["report.md"].read_text(encoding="utf-8").replace("\\_", "_")
+    page = html.unescape(files["report.html"].read_text(encoding="utf-8"))
+    assert "](plots/ceilings_there.png)" in md
+
+    n_gelu = sum(r["kernel"] == "gelu" and r["status"] == "ok" and r["check_status"] == "ok" for r in here)
+    for line in (
+        f"gelu: 1.40× faster on here (median of {n_gelu} case(s)); ceilings predict 1.40× faster on here "
+        "(copy: 4,200 vs 3,000 GB/s)",
+        "matmul bf16: 1.25× faster on here (median of 9 case(s)); ceilings predict 1.25× faster on here "
+        "(bf16 matmul: 750.0 vs 600.0 TFLOP/s)",
+        "matmul fp32: 1.25× faster on here (median of 9 case(s)); ceilings predict 1.25× faster on here "
+        "(fp32 matmul: 51.00 vs 40.80 TFLOP/s)",
+        "sgemm fp32: 1.25× faster on here (median of 10 case(s)); ceilings predict 1.25× faster on here "
+        "(fp32 matmul: 51.00 vs 40.80 TFLOP/s)",
+    ):
+        assert f"- {line}" in md and f"<li>{line}" in page, line
+
+    table = md.split("#### Against the ceilings")[1].split("<details>")[0]
+    lines = [ln for ln in table.splitlines() if ln.startswith("| ") and "---" not in ln]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+    assert rows[0] == [
+        "kernel", "impl_key", "dtype", "shape", "params", "time ratio there / here",
+        "here SM MHz", "there SM MHz", "here W", "there W", "note",
+    ]
+    assert [r[:10] for r in rows[1:]] == [
+        ["sgemm", "cuda@coalesced", "fp32", "4096x4096x4096", "", "0.70×", "1,980", "1,980", "690", "520"],
+        ["sgemm", "cuda@blocktile_1d", "fp32", "4096x4096x4096", "", "0.80×", "1,740", "1,980", "690", "520"],
+    ]
+    assert rows[1][10] == "here at its max SM clock: not clock-capped"
+    assert rows[2][10] == (
+        "here at 1,740 of its max 1,980 MHz (88%): power- or thermally-capped clocks, drawing 690 of its 700 W limit"
+    )
+    assert "<td>here at 1,740 of its max 1,980 MHz (88%)" in page
+
+
 def test_missing_optional_files_and_columns(tmp_path):
     root = tmp_path / "results"
     (root / "bare").mkdir(parents=True)
@@ -605,6 +693,32 @@ def test_no_plot_has_overlapping_tick_labels(tmp_path, monkeypatch):
     assert [(title, clashes) for title, clashes in drawn if clashes] == []
 
 
+@pytest.mark.parametrize(
+    "lo, hi", [(0.9, 1.1), (0.7, 1.4), (0.3, 3.0), (0.16, 1.0), (1.0, 6.0), (0.001, 5.0), (1, 1e5)]
+)
+def test_ceiling_ratio_axis_labels_never_overlap(lo, hi, monkeypatch):
+    """The ceilings figure's ratio axis, from two GPUs a few percent apart to a GPU against a CPU:
+    several round ratio labels, none touching another."""
+    from kernellab.report import plots
+
+    seen = []
+    real = plots.png_bytes
+
+    def keep(fig):
+        ax = fig.axes[0]
+        left, right = ax.get_xlim()
+        ticks = zip(ax.xaxis.get_ticklabels(), ax.xaxis.get_ticklocs(), strict=True)
+        shown = [t.get_text() for t, x in ticks if left <= x <= right and t.get_text()]
+        seen.append((plots.overlapping_tick_labels(fig), shown))
+        return real(fig)
+
+    monkeypatch.setattr(plots, "png_bytes", keep)
+    rows = [{"label": "softmax", "points": [(lo, "SLOWER"), (hi, "FASTER")], "predicted": 1.2, "median": lo}]
+    assert plots.ceiling_ratios(rows, "a", "b").startswith(PNG)
+    ((clashes, shown),) = seen
+    assert clashes == [] and len(shown) >= 3 and "1×" in shown, shown
+
+
 def test_log_axis_labels_are_major_ticks_only():
     """A range under a decade (the case that printed 2×10⁴ 3×10⁴ 4×10⁴ on top of each other)
     gets a few round, short labels and no minor labels."""
@@ -638,3 +752,25 @@ def test_cases_above_the_survey_ceiling_are_flagged_and_explained(cpu, gpu):
         for pct in re.findall(r"([\d.,]+)% ↑", ln):
             assert float(pct.replace(",", "")) <= 100.0, ln
     assert "Above the measured ceiling" not in gpu["md"] and "% ↑" not in gpu["md"]
+
+
+def test_published_sets_render_again_side_by_side(tmp_path, capsys):
+    """``python -m kernellab.report``: two GPU sets measured apart are rendered again in place,
+    each report comparing with the other; a set that is not there is refused by name before
+    anything is written."""
+    from kernellab.report.__main__ import main
+
+    root = tmp_path / "results"
+    for name in ("gpu-a", "gpu-b"):
+        shutil.copytree(FIXTURE / "fake-gpu", root / name)
+        (root / name / "report.md").unlink(missing_ok=True)
+    with pytest.raises(SystemExit):
+        main([str(root), "gpu-a", "gpu-c"])
+    assert "no result set gpu-c" in capsys.readouterr().err
+    assert not (root / "gpu-a" / "report.md").exists()
+
+    assert main([str(root), "gpu-a", "gpu-b"]) == 0
+    for this, other in (("gpu-a", "gpu-b"), ("gpu-b", "gpu-a")):
+        md = (root / this / "report.md").read_text(encoding="utf-8")
+        assert f"time ratio {other} / {this}" in md
+        assert (root / this / "plots" / f"ceilings_{other}.png").is_file()

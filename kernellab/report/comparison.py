@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
-from kernellab.report import fmt, plots
+from kernellab.report import fmt, plots, scaling
+from kernellab.report.clocks import slower_compute_table
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results, shape_sort_key
+from kernellab.report.model import kernel_metric
 from kernellab.report.tables import Table
 from kernellab.report.views import ComparisonView, Image
 from kernellab.stats import AMBIGUOUS, FASTER, SAME, SLOWER, classify, geomean
@@ -72,6 +74,8 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
         numeric=[False, False, False, False, False, False, True, True, True, False, False],
     )
     pairs = []
+    # a family's bound as this set's report judges it (summary.csv's bound, the ladders, the name)
+    bounds = {name: "compute" if kernel_metric(res, name) == "tflops" else "memory" for name in {k[0] for k in keys}}
     for k in keys:
         ra, rb = _pick_pair(a[k], b[k])
         ratio = rb["median_us"] / ra["median_us"]
@@ -103,6 +107,13 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
         pairs.append(
             {
                 "kernel": k[0],
+                "impl_key": k[1],
+                "dtype": k[2],
+                "shape": k[3],
+                "params": k[4],
+                "bound": bounds[k[0]],
+                "a": ra,
+                "b": rb,
                 "a_us": ra["median_us"],
                 "b_us": rb["median_us"],
                 "ratio": ratio,
@@ -131,6 +142,10 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
             ),
             data=data,
         )
+    groups = scaling.groups(res, other, pairs)
+    cv.ceilings = scaling.ceiling_image(groups, res, other)
+    cv.ceiling_lines = [scaling.group_line(g, res, other) for g in groups]
+    cv.slower_clocks, cv.clocks_note = slower_compute_table(res, other, pairs)
     if not pairs:
         cv.note = "No case was measured correctly on both."
     else:

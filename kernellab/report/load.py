@@ -89,6 +89,9 @@ NCU_NUM = (
     "l2_hit_pct",
 )
 COMPARE_NUM = ("median_a_us", "median_b_us", "change")
+# NVML readings the benchmark records per case in bench/<kernel>.csv that summary.csv leaves out
+BENCH_NUM = ("power_w", "temperature_c")
+BENCH_KEY = ("kernel", "impl_key", "shape", "dtype", "params", "mode")
 
 
 def shape_numel(shape: str) -> float:
@@ -375,6 +378,22 @@ def read_compare(directory: Path, warnings: list[str], hardware: str = "") -> li
     return out
 
 
+def attach_bench_readings(rows: list[dict], directory: Path, warnings: list[str]) -> None:
+    """Give each summary row the ``BENCH_NUM`` readings of its case in ``directory/*.csv``
+    (the benchmark's own records, matched on ``BENCH_KEY``); NaN where none was recorded."""
+    readings: dict[tuple, dict] = {}
+    if directory.is_dir():
+        for path in sorted(directory.glob("*.csv")):
+            for r in read_csv(path, warnings):
+                r = typed(r, BENCH_KEY, BENCH_NUM)
+                readings.setdefault(tuple(r[c] for c in BENCH_KEY), r)
+    for r in rows:
+        found = readings.get(tuple(r.get(c, "") for c in BENCH_KEY), {})
+        for c in BENCH_NUM:
+            own = to_float(r.get(c, ""))
+            r[c] = own if math.isfinite(own) else found.get(c, math.nan)
+
+
 def load(results_root: Path, hardware: str) -> Results:
     path = Path(results_root) / hardware
     res = Results(hardware=hardware, path=path, exists=path.is_dir())
@@ -387,6 +406,7 @@ def load(results_root: Path, hardware: str) -> Results:
     )
     if not (path / "summary.csv").is_file():
         w.append("summary.csv is missing: no timings to show")
+    attach_bench_readings(res.summary, path / "bench", w)
     survey = read_json(path / "survey.json", w, {})
     res.survey = survey if isinstance(survey, dict) else {}
     env = read_json(path / "environment.json", w, {})

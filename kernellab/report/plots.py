@@ -17,7 +17,7 @@ import matplotlib as mpl
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from kernellab.report.fmt import mpl_text, to_float
 
@@ -126,6 +126,23 @@ def log_ticks(axis, fmt=_compact) -> None:
     subs = (1.0, 2.0, 3.0, 5.0) if decades < 1 else (1.0, 2.0, 5.0) if decades <= 2.2 else (1.0,)
     axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=8))
     axis.set_major_formatter(FuncFormatter(fmt))
+    axis.set_minor_formatter(NullFormatter())
+
+
+# round ratios for an axis spanning under a decade: at least 0.079 decade apart, so their labels
+# keep clear of each other on a panel 5 inches wide
+RATIO_TICKS = (0.1, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+
+
+def ratio_ticks(axis) -> None:
+    """Ratio labels (``1.25×``) on a log axis: round ratios across under a decade, where
+    ``log_ticks`` leaves two or three, else ``log_ticks``."""
+    lo, hi = sorted(axis.get_view_interval())
+    if not (0 < lo and hi / lo < 10):
+        log_ticks(axis, _times)
+        return
+    axis.set_major_locator(FixedLocator([t for t in RATIO_TICKS if lo <= t <= hi]))
+    axis.set_major_formatter(FuncFormatter(_times))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -461,6 +478,107 @@ def comparison(pairs: list[dict], this: str, other: str) -> bytes | None:
             [h.get_label() for h in handles],
             loc="upper left",
             bbox_to_anchor=(0.72, 0.92),
+            fontsize=8,
+            frameon=False,
+            title=mpl_text(f"verdict for {this}"),
+            title_fontsize=8,
+        )
+        return png_bytes(fig)
+
+
+def ceiling_ratios(rows: list[dict], this: str, other: str) -> bytes | None:
+    """One row per family: each case's time ratio other / this (log x), colored by verdict,
+    against a black bar at the ratio the two machines' ceilings predict and a diamond at the
+    row's median; 1× dashed.
+
+    ``rows``: dicts with label, points ([(ratio, verdict)]), predicted and median (NaN: not drawn),
+    top to bottom in the order given."""
+    rows = [
+        {**r, "points": sorted(pt for pt in r["points"] if _finite_pos(pt[0]))}
+        for r in rows
+        if any(_finite_pos(pt[0]) for pt in r["points"])
+    ]
+    if not rows:
+        return None
+    xs = [x for r in rows for x, _ in r["points"]] + [r["predicted"] for r in rows if _finite_pos(r["predicted"])]
+    lo, hi = min([*xs, 1.0]) / 1.6, max([*xs, 1.0]) * 1.6
+    n = len(rows)
+    label_w = 0.35 + 0.075 * max(len(r["label"]) for r in rows)  # inches: DejaVu Sans 9 pt, about
+    plot_w, legend_w = 5.2, 2.3
+    width = label_w + plot_w + legend_w
+    height = max(3.2, 0.42 * n + 1.3)
+    counts = {v: sum(1 for r in rows for _, vv in r["points"] if vv == v) for v in VERDICT_COLORS}
+    with style():
+        fig = Figure(figsize=(width, height), dpi=DPI)
+        fig.subplots_adjust(
+            left=label_w / width, right=(label_w + plot_w) / width, top=1 - 0.45 / height, bottom=0.7 / height
+        )
+        ax = fig.subplots()
+        ax.set_xscale("log")
+        ax.grid(axis="y", visible=False)
+        same = ax.axvline(1.0, color="#555555", linestyle="--", linewidth=1.0, label="same time (1×)")
+        for i, r in enumerate(rows):
+            y = n - 1 - i
+            if i:
+                ax.axhline(y + 0.5, color="#dddddd", linewidth=0.6)
+            # a fixed spread inside the row (golden-ratio steps): cases at one ratio stay apart
+            dys = [((k * 0.618034) % 1.0 - 0.5) * 0.56 for k in range(len(r["points"]))]
+            for verdict, color in VERDICT_COLORS.items():
+                sel = [(x, y + dy) for (x, v), dy in zip(r["points"], dys, strict=True) if v == verdict]
+                if sel:
+                    ax.scatter(
+                        [s[0] for s in sel],
+                        [s[1] for s in sel],
+                        color=color,
+                        s=22,
+                        alpha=0.85,
+                        edgecolors="none",
+                        zorder=2,
+                    )
+            if _finite_pos(r["predicted"]):
+                # under the points: a case exactly at the prediction stays visible
+                ax.plot([r["predicted"]] * 2, [y - 0.42, y + 0.42], color="#000000", linewidth=2.4, zorder=1.5)
+            if _finite_pos(r["median"]):
+                ax.scatter(
+                    [r["median"]],
+                    [y],
+                    marker="D",
+                    s=46,
+                    facecolors="none",
+                    edgecolors="#000000",
+                    linewidths=1.3,
+                    zorder=4,
+                )
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([mpl_text(r["label"]) for r in reversed(rows)])
+        ax.set_ylim(-0.6, n - 0.4)
+        ax.set_xlim(lo, hi)
+        ratio_ticks(ax.xaxis)
+        ax.set_xlabel(mpl_text(f"time ratio {other} / {this} (right of 1×: {this} faster)"))
+        ax.set_title("time ratio per family against the ceilings' ratio")
+        handles: list = [
+            Line2D([], [], color=c, marker="o", linestyle="", label=f"{v} ({counts[v]})")
+            for v, c in VERDICT_COLORS.items()
+        ]
+        handles += [
+            Line2D(
+                [],
+                [],
+                color="#000000",
+                marker="|",
+                markersize=12,
+                markeredgewidth=2.4,
+                linestyle="",
+                label="ceilings' ratio",
+            ),
+            Line2D([], [], color="#000000", marker="D", markerfacecolor="none", linestyle="", label="median"),
+            same,
+        ]
+        fig.legend(
+            handles,
+            [h.get_label() for h in handles],
+            loc="upper left",
+            bbox_to_anchor=((label_w + plot_w + 0.2) / width, 1 - 0.45 / height),
             fontsize=8,
             frameon=False,
             title=mpl_text(f"verdict for {this}"),

@@ -166,8 +166,7 @@ def render(
     for k in view.kernels:
         images.extend(k.images)
     for c in view.comparisons:
-        if c.image:
-            images.append(c.image)
+        images.extend(img for img in (c.image, c.ceilings) if img)
 
     written: dict[str, Path] = {}
     plots_dir = out_dir / "plots"

@@ -105,6 +105,10 @@ class ComparisonView:
     by_kernel: Table | None = None
     image: Image | None = None
     note: str = ""
+    ceilings: Image | None = None  # time ratios against the ceilings' ratio, per family
+    ceiling_lines: list[str] = field(default_factory=list)  # one sentence per family
+    slower_clocks: Table | None = None  # compute-bound SLOWER cases with their clocks
+    clocks_note: str = ""
 
 
 @dataclass
