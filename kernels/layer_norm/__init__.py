@@ -8,8 +8,8 @@ profile shape) that is 256 MiB, about 64 us at 4.2 TB/s; at 4096 x 32768 fp32, 1
 about 0.26 ms.
 
 The Triton kernel keeps whole rows in registers (several short rows per program), or
-loops over a row in three passes (mean, centered variance, normalize; the second and
-third reads hit the L2); one autotuned kernel, the config's constexpr LOOPED picks the
+loops over a row in two passes (mean and variance merged chunk by chunk, then normalize;
+the second read hits the L2); one autotuned kernel, the config's constexpr LOOPED picks the
 path (``kit.prune_row_tile_configs`` says which configs each width times).
 """
 
@@ -63,10 +63,10 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
 
     LOOPED = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers:
     exact two-pass statistics on chip, one read of x.
-    LOOPED = True: one row per program in chunks of min(TILE, BLOCK_COLS), three passes as
-    Inductor's reductions make them: the mean, then the centered variance (exact, no
-    cancellation), then the normalized write; passes 2 and 3 re-read the row from the L2,
-    which passes 1 and 2 ask to keep it.
+    LOOPED = True: one row per program in chunks of min(TILE, BLOCK_COLS), two passes: the
+    mean and variance together (each chunk's centered statistics merged by Chan's update:
+    no cancellation), then the normalized write, which re-reads the row from the L2 that
+    pass 1 asked to keep it in.
     """
     pid = tl.program_id(0).to(tl.int64)
     if LOOPED:
@@ -75,26 +75,31 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
         o_row = out_ptr + pid * stride_out
         offs = tl.arange(0, CHUNK)
         # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, no masks
-        s1 = tl.zeros([CHUNK], dtype=tl.float32)
+        # pass 1: each chunk's mean and centered M2 from registers, merged into the row's
+        # running pair by Chan's update: exact statistics from one read of the row
+        mean = 0.0
+        m2 = 0.0
+        n = 0.0
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
             if EVEN:
-                s1 += tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32)
-            else:
-                s1 += tl.load(x_row + cols, mask=cols < n_cols, other=0.0,
-                              eviction_policy="evict_last").to(tl.float32)
-        mean = tl.sum(s1, axis=0) / n_cols
-        s2 = tl.zeros([CHUNK], dtype=tl.float32)
-        for start in range(0, n_cols, CHUNK):
-            cols = start + offs
-            if EVEN:
-                d = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32) - mean
+                x = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32)
+                cn = CHUNK * 1.0
+                c_mean = tl.sum(x, axis=0) / cn
+                d = x - c_mean
             else:
                 mask = cols < n_cols
                 x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-                d = tl.where(mask, x - mean, 0.0)
-            s2 += d * d
-        rstd = tl.math.rsqrt(tl.sum(s2, axis=0) / n_cols + eps)
+                cn = tl.minimum(n_cols - start, CHUNK).to(tl.float32)
+                c_mean = tl.sum(x, axis=0) / cn
+                d = tl.where(mask, x - c_mean, 0.0)
+            c_m2 = tl.sum(d * d, axis=0)
+            total = n + cn
+            delta = c_mean - mean
+            mean += delta * (cn / total)
+            m2 += c_m2 + delta * delta * (n * cn / total)
+            n = total
+        rstd = tl.math.rsqrt(m2 / n_cols + eps)
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
             if EVEN:
