@@ -8,7 +8,7 @@ profile shape) that is 256 MiB, about 64 us at 4.2 TB/s; at 4096 x 32768 fp32, 1
 about 0.26 ms.
 
 The Triton kernel keeps whole rows in registers (several short rows per program), or
-loops over a row in two passes (mean and variance by Welford's update per lane, then normalize;
+loops over a row in two passes (mean and variance merged chunk by chunk, then normalize;
 the second read hits the L2); one autotuned kernel, the config's constexpr LOOPED picks the
 path (``kit.prune_row_tile_configs`` says which configs each width times).
 """
@@ -64,8 +64,8 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
     LOOPED = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers:
     exact two-pass statistics on chip, one read of x.
     LOOPED = True: one row per program in chunks of min(TILE, BLOCK_COLS), two passes: the
-    mean and variance together (Welford per lane, Chan's merge across lanes: no
-    cancellation), then the normalized write, which re-reads the row from the L2 that
+    mean and variance together (each chunk's centered statistics merged by Chan's update:
+    no cancellation), then the normalized write, which re-reads the row from the L2 that
     pass 1 asked to keep it in.
     """
     pid = tl.program_id(0).to(tl.int64)
@@ -75,35 +75,30 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, st
         o_row = out_ptr + pid * stride_out
         offs = tl.arange(0, CHUNK)
         # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, no masks
-        # pass 1: Welford per lane (each lane's running mean and M2 over its elements of the
-        # row; no block reduction, hence no barrier, inside the loop), then Chan's merge
-        # across lanes: exact statistics from one read of the row
-        mean_v = tl.zeros([CHUNK], dtype=tl.float32)
-        m2_v = tl.zeros([CHUNK], dtype=tl.float32)
-        n_v = tl.zeros([CHUNK], dtype=tl.float32)
-        k = 0.0
+        # pass 1: each chunk's mean and centered M2 from registers, merged into the row's
+        # running pair by Chan's update: exact statistics from one read of the row
+        mean = 0.0
+        m2 = 0.0
+        n = 0.0
         for start in range(0, n_cols, CHUNK):
             cols = start + offs
-            k += 1.0
             if EVEN:
                 x = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32)
-                d = x - mean_v
-                mean_v += d * (1.0 / k)
+                cn = CHUNK * 1.0
+                c_mean = tl.sum(x, axis=0) / cn
+                d = x - c_mean
             else:
                 mask = cols < n_cols
                 x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-                n_v += tl.where(mask, 1.0, 0.0)
-                d = tl.where(mask, x - mean_v, 0.0)
-                mean_v += d / tl.maximum(n_v, 1.0)
-            m2_v += d * (x - mean_v)
-        if EVEN:
-            mean = tl.sum(mean_v, axis=0) / CHUNK
-            dm = mean_v - mean
-            m2 = tl.sum(m2_v, axis=0) + k * tl.sum(dm * dm, axis=0)
-        else:
-            mean = tl.sum(mean_v * n_v, axis=0) / n_cols
-            dm = mean_v - mean
-            m2 = tl.sum(m2_v, axis=0) + tl.sum(n_v * dm * dm, axis=0)
+                cn = tl.minimum(n_cols - start, CHUNK).to(tl.float32)
+                c_mean = tl.sum(x, axis=0) / cn
+                d = tl.where(mask, x - c_mean, 0.0)
+            c_m2 = tl.sum(d * d, axis=0)
+            total = n + cn
+            delta = c_mean - mean
+            mean += delta * (cn / total)
+            m2 += c_m2 + delta * delta * (n * cn / total)
+            n = total
         rstd = tl.math.rsqrt(m2 / n_cols + eps)
         for start in range(0, n_cols, CHUNK):
             cols = start + offs

@@ -97,8 +97,8 @@ def test_gpu_cuda_op(kl_ops, dtype, shape):
 @pytest.mark.parametrize("even", [True, False])
 def test_looped_path_in_chunks(even, large_mean):
     """The looped path over several chunks, mask-free (EVEN: the row a power of two) or masked
-    (the last chunk partial: lanes with one element fewer). With mean / std = 15000 its
-    one-pass statistics (Welford per lane, Chan's merge across lanes) stay as accurate as the
+    (the last chunk partial). With mean / std = 15000 its one-pass statistics (each chunk
+    centered on its own mean, merged by Chan's update) stay as accurate as the
     centered two-pass ones (test_large_mean), where E[x^2] - E[x]^2 in fp32 is off ~60x."""
     from kernellab.triton_utils import launch
 
