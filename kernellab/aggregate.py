@@ -237,7 +237,7 @@ def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
                 "baseline_impl_key": "torch_fused",
                 "steps": [{
                     "impl_key": s.key, "impl": s.impl, "step": s.step, "order": s.order, "idea": s.idea,
-                    "prediction": s.prediction,
+                    "prediction": s.prediction, "finding": s.finding,
                     "expect_speedup": list(s.expect_speedup) if s.expect_speedup else None,
                     "expect_pct_of_peak": list(s.expect_pct_of_peak) if s.expect_pct_of_peak else None,
                     "cuda_kernels": list(s.cuda_kernels),

@@ -38,6 +38,7 @@ class Impl:
     ladder: str = ""  # ladder this step belongs to; defaults to the impl kind
     idea: str = ""  # what the step changes
     prediction: str = ""  # what should move, and by how much
+    finding: str = ""  # written after measuring: what the evidence says, why a miss missed
     # The prediction in numbers, so KERNEL_LOG can say whether it held: the expected
     # speedup over the previous step, and the expected share of the ceiling (percent)
     # at the ladder's representative shape. None: no numeric prediction.
@@ -229,11 +230,11 @@ def load(dirs=None, base: str | os.PathLike | None = None) -> dict[str, str]:
 
 
 LADDER_FILE = "ladder.yaml"
-STEP_TEXTS = ("idea", "prediction", "expect_speedup", "expect_pct_of_peak")
+STEP_TEXTS = ("idea", "prediction", "finding", "expect_speedup", "expect_pct_of_peak")
 
 
 def ladder_texts(folder: Path) -> dict[tuple[str, str], dict]:
-    """(ladder, step) -> {order, idea, prediction, expect_speedup, expect_pct_of_peak} from the
+    """(ladder, step) -> {order, idea, prediction, finding, expect_speedup, expect_pct_of_peak} from the
     folder's ladder.yaml: ``{ladder: [{step, idea, prediction, expect_speedup: [lo, hi], ...}]}``,
     steps in ladder order."""
     import yaml
@@ -253,7 +254,7 @@ def ladder_texts(folder: Path) -> dict[tuple[str, str], dict]:
             if "step" not in entry or unknown:
                 raise FamilyError(f"{path}: ladder {ladder!r}, entry {order}: needs 'step'"
                                   + (f"; unknown keys {sorted(unknown)}" if unknown else ""))
-            texts = {k: entry.get(k, "") for k in ("idea", "prediction")}
+            texts = {k: entry.get(k, "") for k in ("idea", "prediction", "finding")}
             for k in ("expect_speedup", "expect_pct_of_peak"):
                 v = entry.get(k)
                 if v is not None and (not isinstance(v, list) or len(v) != 2):

@@ -774,3 +774,41 @@ def test_published_sets_render_again_side_by_side(tmp_path, capsys):
         md = (root / this / "report.md").read_text(encoding="utf-8")
         assert f"time ratio {other} / {this}" in md
         assert (root / this / "plots" / f"ceilings_{other}.png").is_file()
+
+
+def test_kernel_log_shows_a_steps_finding(tmp_path):
+    """A step's finding (ladder.yaml, written after measuring) follows its verdict in
+    KERNEL_LOG.md and the HTML report; a set measured before the finding was written (none in
+    its ladders.json) takes it from this checkout's ladder.yaml, and an unknown family has none."""
+    from kernellab import registry
+    from kernellab.report.ladder import current_finding
+
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
+    path = root / "fake-gpu" / "ladders.json"
+    ladders = json.loads(path.read_text(encoding="utf-8"))
+    step = next(s for ld in ladders if ld["kernel"] == "sgemm" for s in ld["steps"] if s["step"] == "smem_tiling")
+    step["finding"] = "Bank conflicts on the B tile: <i>shared</i> loads stall."
+    path.write_text(json.dumps(ladders), encoding="utf-8")
+    render(root, "fake-gpu", tmp_path / "out")
+    log = (tmp_path / "out" / "KERNEL_LOG.md").read_text(encoding="utf-8")
+    smem = log.split("### 3. smem_tiling")[1].split("### 4.")[0]
+    assert smem.index("**Prediction held: no**") < smem.index("- **Finding:** Bank conflicts on the B tile")
+    assert log.count("**Finding:**") == 1
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "<strong>Finding:</strong> Bank conflicts on the B tile: &lt;i&gt;shared&lt;/i&gt; loads stall." in page
+
+    written = registry.family("layer_norm").impls["cuda@cluster"].finding
+    assert written and current_finding("layer_norm", "cuda@cluster") == written
+    assert current_finding("no_such_family", "cuda@cluster") == ""
+
+
+def test_ladder_yaml_takes_a_finding_and_refuses_unknown_keys(tmp_path):
+    from kernellab import registry
+
+    (tmp_path / "ladder.yaml").write_text(
+        "steps:\n- step: a\n  idea: i\n  prediction: p\n  finding: f\n", encoding="utf-8")
+    assert registry.ladder_texts(tmp_path)[("steps", "a")]["finding"] == "f"
+    (tmp_path / "ladder.yaml").write_text("steps:\n- step: a\n  findings: f\n", encoding="utf-8")
+    with pytest.raises(registry.FamilyError, match="unknown keys"):
+        registry.ladder_texts(tmp_path)

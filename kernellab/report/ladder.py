@@ -31,6 +31,7 @@ class StepView:
     order: str
     idea: str
     prediction: str
+    finding: str  # ladder.yaml's, written after measuring; "" when none
     expect_speedup: tuple | None
     expect_pct: tuple | None
     evidence: list[dict]
@@ -204,6 +205,19 @@ def _ncu_row(res: Results, kernel: str, key: str, dtype: str, shape: str) -> dic
     return min(rows, key=key)
 
 
+def current_finding(kernel: str, impl_key: str) -> str:
+    """The step's finding in this checkout's ladder.yaml. A finding is written after the
+    measurement it explains, so a set measured before it was written (whose ladders.json has
+    none) shows it when rendered again; "" when the family or step is not here."""
+    from kernellab import registry
+
+    try:
+        impl = registry.family(kernel).impls.get(impl_key)
+    except Exception:  # noqa: BLE001 - a family of another checkout, or one that fails to load
+        return ""
+    return impl.finding if impl is not None else ""
+
+
 def analyse(res: Results, ld: dict) -> LadderView:
     kernel, dtype, metric = ld["kernel"], ld["dtype"], ld["metric"]
     shape, mode, params, note = _pick_rows(res, ld)
@@ -221,6 +235,7 @@ def analyse(res: Results, ld: dict) -> LadderView:
             order=order,
             idea=s["idea"],
             prediction=s["prediction"],
+            finding=s.get("finding") or current_finding(kernel, s["impl_key"]),
             expect_speedup=s["expect_speedup"],
             expect_pct=s["expect_pct_of_peak"],
             evidence=s["evidence"],

@@ -293,6 +293,7 @@ def _ladders(raw, warnings: list[str]) -> list[dict]:
                     "order": to_float(s.get("order")),
                     "idea": str(s.get("idea") or ""),
                     "prediction": str(s.get("prediction") or ""),
+                    "finding": str(s.get("finding") or ""),
                     "expect_speedup": _range(s.get("expect_speedup")),
                     "expect_pct_of_peak": _range(s.get("expect_pct_of_peak")),
                     "cuda_kernels": [str(k) for k in (s.get("cuda_kernels") or [])],
