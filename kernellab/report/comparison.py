@@ -81,13 +81,8 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
         ratio = rb["median_us"] / ra["median_us"]
         verdict, _ = classify(rb, ra, threshold)
         mode = ra["mode"] if ra["mode"] == rb["mode"] else f"{ra['mode']} / {rb['mode']}"
-        faster = (
-            f"{res.hardware} by {fmt.ratio(ratio)}"
-            if ratio > 1
-            else f"{other.hardware} by {fmt.ratio(1 / ratio)}"
-            if ratio < 1
-            else "same"
-        )
+        side = fmt.faster_side(ratio, res.hardware, other.hardware)
+        faster = f"{side[0]} by {side[1]}" if side else "same"
         t.add(
             [
                 k[0],

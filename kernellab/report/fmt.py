@@ -102,6 +102,15 @@ def ratio(x) -> str:
     return f"{x:.2f}×" if x >= 0.1 else f"{sig(x, 3)}×"
 
 
+def faster_side(time_ratio: float, this: str, other: str) -> tuple[str, str] | None:
+    """The set a time ratio other / this favours and the factor, formatted: (name, "1.38×");
+    None when the times are equal or the ratio is not a positive number."""
+    x = to_float(time_ratio)
+    if not math.isfinite(x) or x <= 0 or x == 1:
+        return None
+    return (this, ratio(x)) if x > 1 else (other, ratio(1 / x))
+
+
 def sci(x) -> str:
     x = to_float(x)
     return f"{x:.2e}" if math.isfinite(x) else NA

@@ -86,13 +86,10 @@ def groups(res: Results, other: Results, pairs: list[dict]) -> list[Group]:
 
 def faster_text(ratio: float, this: str, other: str) -> str:
     """A time ratio other / this in words: "1.38× faster on <this>"."""
-    if not math.isfinite(ratio) or ratio <= 0:
-        return fmt.NA
-    if ratio > 1:
-        return f"{fmt.ratio(ratio)} faster on {this}"
-    if ratio < 1:
-        return f"{fmt.ratio(1 / ratio)} faster on {other}"
-    return "the same time on both"
+    side = fmt.faster_side(ratio, this, other)
+    if side:
+        return f"{side[1]} faster on {side[0]}"
+    return "the same time on both" if ratio == 1 else fmt.NA
 
 
 def _corrected(res: Results, key: str) -> bool:
