@@ -226,8 +226,8 @@ def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
             steps = [s for s in steps if s.key in keys]
             if not steps:
                 continue
-            dtype = "fp32" if "fp32" in plan.dtypes else plan.dtypes[0]
-            shape = plan.profile_shape
+            dtype = plan.ladder_dtype(steps)
+            shape = plan.ladder_shape(ladder)
             out.append({
                 "kernel": name,
                 "ladder": ladder,

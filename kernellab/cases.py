@@ -74,6 +74,17 @@ class KernelPlan:
     params: dict[str, list] = field(default_factory=dict)
     profile_shape: tuple[int, ...] | None = None
     impl_dtypes: dict[str, list[str]] = field(default_factory=dict)  # impl kind or key -> its only dtypes
+    ladder_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # ladder -> its shape
+
+    def ladder_shape(self, ladder: str) -> tuple[int, ...] | None:
+        """The shape a ladder is read at (KERNEL_LOG, ncu): its own, else the profile shape."""
+        return self.ladder_shapes.get(ladder, self.profile_shape)
+
+    def ladder_dtype(self, steps: list[Impl]) -> str:
+        """The dtype a ladder is read at: fp32 when every step takes it, else the first
+        configured dtype every step takes (else the first configured)."""
+        usable = [d for d in self.dtypes if all(s.supports(d) for s in steps)] or self.dtypes
+        return "fp32" if "fp32" in usable else usable[0]
 
     def impl_keys(self, family: Family) -> list[str]:
         return list(family.impls) if self.impls is None else list(self.impls)
@@ -123,6 +134,8 @@ def kernel_plan(name: str, kcfg: dict, target: str) -> KernelPlan:
         params=dict(kcfg.get("params") or {}),
         profile_shape=parse_shape(prof) if prof is not None else (main[len(main) // 2] if main else None),
         impl_dtypes={k: list(v) for k, v in (kcfg.get("impl_dtypes") or {}).items()},
+        ladder_shapes={k: parse_shape(v) for k, v in
+                       (kcfg.get("cpu_ladder_shapes" if cpu else "ladder_shapes") or {}).items()},
     )
 
 

@@ -151,6 +151,18 @@ def check(config: dict, families: dict | None = None) -> None:
                     raise ConfigError(f"{where}.{field}: {exc}") from None
                 if len(shape) not in fam.shape_rank:
                     raise ConfigError(f"{where}.{field}: shape {kcfg[field]!r} has the wrong number of dimensions")
+        for field in ("ladder_shapes", "cpu_ladder_shapes"):
+            for ladder, value in (kcfg.get(field) or {}).items():
+                if ladder not in fam.ladders():
+                    raise ConfigError(f"{where}.{field}: {name} has no ladder {ladder!r}; "
+                                      f"its ladders: {', '.join(fam.ladders()) or 'none'}")
+                try:
+                    shape = parse_shape(value)
+                except ValueError as exc:
+                    raise ConfigError(f"{where}.{field}.{ladder}: {exc}") from None
+                if len(shape) not in fam.shape_rank:
+                    raise ConfigError(f"{where}.{field}.{ladder}: shape {value!r} has the wrong number of "
+                                      f"dimensions")
         for pname, values in (kcfg.get("params") or {}).items():
             if pname not in fam.params:
                 raise ConfigError(f"{where}.params: {name} has no parameter {pname!r}; "

@@ -31,6 +31,8 @@ METRICS = {
     "gpu__time_duration.sum": "duration_ns",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_pct",
+    # the MMA units (mma.sync and Hopper's wgmma alike): how busy the tensor cores were
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": "tensor_pct",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy",
     "launch__registers_per_thread": "registers",
     "launch__shared_mem_per_block_static": "smem_static",
@@ -41,7 +43,7 @@ METRICS = {
 }
 
 COLUMNS = ["kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "reason", "duration_us",
-           "dram_pct", "sm_pct", "achieved_occupancy", "registers", "smem_per_block", "l1_hit_pct",
+           "dram_pct", "sm_pct", "tensor_pct", "achieved_occupancy", "registers", "smem_per_block", "l1_hit_pct",
            "l2_hit_pct", "top_stalls", "n_kernels"]
 
 
@@ -93,7 +95,7 @@ def combine(per_kernel: pd.DataFrame) -> dict:
     return {
         "status": "ok", "reason": "",
         "duration_us": float(per_kernel["duration_ns"].sum()) / 1e3,
-        "dram_pct": wavg("dram_pct"), "sm_pct": wavg("sm_pct"),
+        "dram_pct": wavg("dram_pct"), "sm_pct": wavg("sm_pct"), "tensor_pct": wavg("tensor_pct"),
         "achieved_occupancy": wavg("achieved_occupancy"),
         "registers": float(per_kernel["registers"].max()) if "registers" in per_kernel else float("nan"),
         "smem_per_block": float(smem.max()) if hasattr(smem, "max") else float("nan"),

@@ -272,11 +272,11 @@ def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
     plan = _plan(config, kernel)
     keys = set(plan.impl_keys(fam))
     nc = config.get("ncu") or {}
-    shape = "x".join(map(str, plan.profile_shape))
     rows = []
     for ladder, steps in fam.ladders().items():
         steps = [s for s in steps if s.key in keys]
-        dtypes = ["fp32" if "fp32" in plan.dtypes and s.supports("fp32") else plan.dtypes[0] for s in steps]
+        shape = "x".join(map(str, plan.ladder_shape(ladder)))
+        dtypes = [plan.ladder_dtype(steps)] * len(steps)
         bases = [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
                   "dtype": d} for s, d in zip(steps, dtypes, strict=True)]
         if not steps:

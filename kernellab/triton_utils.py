@@ -53,6 +53,11 @@ _FORCED: dict[int, Any] = {}
 _UNTUNED = False
 
 
+def forced_config(kernel):
+    """The config ``force_config`` imposes on ``kernel`` right now, else None."""
+    return _FORCED.get(id(kernel))
+
+
 @contextlib.contextmanager
 def force_config(kernel, config):
     """Within the block, ``launch`` runs ``kernel`` with ``config`` (under the interpreter,

@@ -78,7 +78,30 @@ BAD = [
     ("missing-dtypes", _with(f"kernels.{K}.dtypes", None), "dtypes"),
     ("impl-dtype-not-run", _with(f"kernels.{K}.impl_dtypes", {"triton": ["fp16"]}), "fp16"),
     ("impl-dtypes-unknown-impl", _with(f"kernels.{K}.impl_dtypes", {"nope": ["fp32"]}), "nope"),
+    ("ladder-shape-unknown-ladder", _with(f"kernels.{K}.ladder_shapes", {"no_such_ladder": 4096}),
+     "no_such_ladder"),
+    ("ladder-shape-bad-shape", _with(f"kernels.{K}.ladder_shapes", {"no_such_ladder": "abc"}), "abc"),
 ]
+
+
+def test_ladder_shape_and_dtype():
+    """A ladder is read at its own shape when the config gives one, else at the profile shape;
+    at fp32 when every step takes it, else at the first dtype all its steps take."""
+    from kernellab.cases import kernel_plan
+
+    fam = next(f for _, f in sorted(registry.families().items()) if len(f.ladders()) >= 2)
+    first, second = list(fam.ladders())[:2]
+    shape = "x".join(["64"] * fam.shape_rank[0])
+    other = "x".join(["32"] * fam.shape_rank[0])
+    plan = kernel_plan(fam.name, {"dtypes": list(fam.dtypes), "shapes": [shape, other], "profile_shape": shape,
+                                  "ladder_shapes": {second: other}}, "gpu")
+    assert plan.ladder_shape(first) == tuple([64] * fam.shape_rank[0])
+    assert plan.ladder_shape(second) == tuple([32] * fam.shape_rank[0])
+    for steps in fam.ladders().values():
+        dtype = plan.ladder_dtype(steps)
+        assert all(s.supports(dtype) for s in steps)
+        if all(s.supports("fp32") for s in steps) and "fp32" in fam.dtypes:
+            assert dtype == "fp32"
 
 
 def test_impl_dtypes_limit_an_implementation():

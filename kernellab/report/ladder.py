@@ -175,7 +175,8 @@ def _ncu_text(res: Results, kernel: str, key: str, n: dict | None) -> str:
         return f"{v:,.{digits}f}{unit}" if isinstance(v, (int, float)) and math.isfinite(v) else fmt.NA
 
     parts = [f"{num('duration_us', ' µs')} over {int(n.get('n_kernels') or 1)} kernel(s)",
-             f"DRAM {num('dram_pct', '%')} and SM {num('sm_pct', '%')} of peak",
+             f"DRAM {num('dram_pct', '%')} and SM {num('sm_pct', '%')} of peak"
+             + (f", tensor pipe {num('tensor_pct', '%')} busy" if (n.get("tensor_pct") or 0) > 0.5 else ""),
              f"achieved occupancy {num('achieved_occupancy', '%')}",
              f"{num('registers', '', 0)} registers per thread",
              f"{num('smem_per_block', ' B', 0)} of shared memory per block",

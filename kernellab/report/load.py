@@ -82,6 +82,7 @@ NCU_NUM = (
     "duration_us",
     "dram_pct",
     "sm_pct",
+    "tensor_pct",
     "achieved_occupancy",
     "registers",
     "smem_per_block",

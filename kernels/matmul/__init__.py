@@ -31,12 +31,16 @@ from kernellab.runtime import element_size
 # The Triton side, re-exported: matmul_relu imports launch_matmul, make_compile_specs and
 # matmul_kernel from here, and the tests reach the rest as attributes of this module.
 from .triton_matmul import (  # noqa: F401
+    B_LAYOUTS,
     GROUP_M,
     META_DEFAULTS,
+    SKINNY_M,
     VARIANTS,
     _tile_of,
+    b_kmajor,
     compile_specs,
     config_kind,
+    config_of,
     configs_for,
     input_precision,
     launch_matmul,
@@ -45,6 +49,7 @@ from .triton_matmul import (  # noqa: F401
     matmul_kernel,
     matmul_triton,
     prune_configs,
+    split_k_buffers,
     tma_ok,
     triton_configs,
     uses_tma,
@@ -211,3 +216,48 @@ for step in SGEMM_STEPS:
         Impl("matmul", "cuda", "cuda", fn, step=step, ladder="cuda_sgemm",
              dtypes=("fp32",), cuda_kernels=(f"sgemm_{step}",))
     )
+
+
+# The Triton ladders (texts: ladder.yaml): each step one fixed config of ``matmul_kernel``
+# (no autotuning) in one dtype, so a step differs from the one before in one technique.
+# "triton_hopper" and "triton_tf32" are read at the profile shape (4096^3), "triton_skinny"
+# at M = 128 (config: ladder_shapes); the family's ``triton`` row is the autotuned pick.
+# A tf32 step is (config, what to do with a row-major B: see launch_matmul).
+TRITON_STEPS = {
+    "triton_hopper": {
+        "pointer": (128, 256, 64, 3, 8),
+        "tma": (128, 256, 64, 3, 8, "tma_grid"),
+        "persistent": (128, 256, 64, 3, 8, "tma_nosub"),
+        "warp_specialized": (128, 256, 64, 3, 4, "tma_ws"),
+    },
+    "triton_skinny": {
+        "hopper_tile": (128, 256, 64, 3, 8, "tma_nosub"),
+        "narrow_tile": (128, 64, 64, 4, 4, "tma_nosub"),
+        "split_k": (128, 128, 64, 4, 8, "tma_split2"),
+    },
+    # tf32 at 4096^3: what wgmma's K-major rule for 32-bit operands costs, and two ways to pay it
+    "triton_tf32": {
+        "n_major_b": ((128, 128, 32, 4, 8), "as_is"),
+        "k_major_b": ((128, 256, 32, 3, 8, "tma"), "transpose"),
+        "k_major_b_cached": ((128, 256, 32, 3, 8, "tma"), "cached"),
+    },
+}
+LADDER_DTYPES = {"triton_hopper": "bf16", "triton_skinny": "bf16", "triton_tf32": "tf32"}
+
+
+def triton_step(entry, b_layout: str = "transpose"):
+    config = config_of(entry)
+
+    def run(out, a, b):
+        return launch_matmul(out, a, b, config=config, b_layout=b_layout)
+
+    run.__name__ = f"matmul_triton_{'x'.join(map(str, entry[:3]))}_{entry[5] if len(entry) > 5 else 'ptr'}"
+    return run
+
+
+for ladder, steps in TRITON_STEPS.items():
+    for step, spec in steps.items():
+        entry, b_layout = spec if isinstance(spec[0], tuple) else (spec, "transpose")
+        FAMILY.add(Impl("matmul", "triton", "triton", triton_step(entry, b_layout), step=step, ladder=ladder,
+                        dtypes=(LADDER_DTYPES[ladder],),
+                        compile_specs=lambda dtype, entry=entry: make_compile_specs(dtype, entries=[entry])))

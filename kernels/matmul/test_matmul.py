@@ -111,8 +111,9 @@ SMEM_LIMIT = 227 * 1024  # shared memory per block on sm_90
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_configs_per_dtype(dtype):
-    configs = mm.configs_for(dtype)
+@pytest.mark.parametrize("m", [16, 128, 4096])
+def test_configs_per_dtype(dtype, m):
+    configs = mm.configs_for(dtype, m)
     assert configs, "no autotune configs"
     esize = runtime.element_size(dtype)
     for c in configs:
@@ -121,13 +122,21 @@ def test_configs_per_dtype(dtype):
         stage_bytes = (kw["BLOCK_M"] * kw["BLOCK_K"] + kw["BLOCK_K"] * kw["BLOCK_N"]) * esize
         assert c.num_stages * stage_bytes <= SMEM_LIMIT, f"{c} cannot fit in shared memory"
     tiles = {mm._tile_of(c) for c in configs}
-    assert any(t[0] <= 16 for t in tiles), "a tile for skinny M"
     if dtype in ("bf16", "fp16"):
-        assert (128, 256, 64, 3, 8) in tiles  # the Hopper tile
-    # the autotuner's own pruning keeps exactly these for a call of this dtype
+        if m <= mm.SKINNY_M:
+            assert any(t[0] <= 16 for t in tiles), "a tile for M = 16"
+            assert any(c.kwargs.get("SPLIT_K", 1) > 1 for c in configs), "split-K for skinny M"
+        else:
+            assert (128, 256, 64, 3, 8) in tiles  # the Hopper tile
+            assert not any(c.kwargs.get("SPLIT_K", 1) > 1 for c in configs)
+    else:
+        assert any(t[0] <= 16 for t in tiles), "a tile for skinny M"
+    if dtype == "tf32":
+        assert any(c.kwargs.get("TMA") for c in configs), "TMA configs for the K-major B"
+    # the autotuner's own pruning keeps exactly these for a call of this dtype and M
     a = torch.empty(1, 1, dtype=runtime.torch_dtype(dtype))
     precision = {"fp32": "ieee"}.get(dtype, "tf32")
-    kept = mm.prune_configs(mm.matmul_kernel.configs, {"a_ptr": a}, INPUT_PRECISION=precision)
+    kept = mm.prune_configs(mm.matmul_kernel.configs, {"a_ptr": a, "M": m}, INPUT_PRECISION=precision)
     assert [mm._tile_of(c) for c in kept] == [mm._tile_of(c) for c in configs]
 
 
@@ -135,12 +144,93 @@ def test_first_config_is_the_first_the_prune_keeps():
     from kernellab.triton_utils import first_config
 
     a = torch.randn(8, 8)
-    args = (a, a, a, 8, 8, 8, 8, 1, 8, 1, 8, 1)
-    fp32 = first_config(mm.matmul_kernel, args, {"INPUT_PRECISION": "ieee", "TMA_OK": False})
+    ws, locks = torch.empty(1), torch.zeros(1, dtype=torch.int32)
+    sizes = (8, 1, 8, 1, 8, 1)
+    fp32 = first_config(mm.matmul_kernel, (a, a, a, ws, locks, 8, 8, 8) + sizes,
+                        {"INPUT_PRECISION": "ieee", "TMA_OK": False})
     assert fp32 is mm.configs_for("fp32")[0]
-    half = first_config(mm.matmul_kernel, (a.half(), a.half(), a.half()) + args[3:],
-                        {"INPUT_PRECISION": "ieee", "TMA_OK": True})
-    assert half is mm.matmul_kernel.configs[0] and half is not fp32
+    h = a.half()
+    skinny = first_config(mm.matmul_kernel, (h, h, h, ws, locks, 8, 8, 8) + sizes,
+                          {"INPUT_PRECISION": "tf32", "TMA_OK": True})
+    assert skinny is mm.configs_for("fp16", 8)[0] and skinny is not fp32
+    big = first_config(mm.matmul_kernel, (h, h, h, ws, locks, 4096, 8, 8) + sizes,
+                       {"INPUT_PRECISION": "tf32", "TMA_OK": True})
+    assert big is mm.matmul_kernel.configs[0] and big is not skinny
+
+
+# --------------------------------------------------------------------- split-K and K-major B
+def _split_config(split_k):
+    return triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, **mm.VARIANTS["tma_split2"],
+                          "SPLIT_K": split_k}, num_warps=4, num_stages=2)
+
+
+@pytest.mark.parametrize("split_k,shape", [(2, (40, 56, 208)), (3, (33, 24, 200)), (4, (16, 16, 32))])
+def test_split_k_sums_every_split_and_leaves_the_semaphores_at_zero(split_k, shape):
+    """K tiles that do not divide evenly, and (16x16x32, 4 splits) splits with no K tile at all."""
+    a, b = MATMUL.make_inputs(shape, "bf16", DEVICE, 3)
+    out = empty_like_nan(MATMUL.out_like(a, b))
+    config = _split_config(split_k)
+    assert mm.uses_tma({**config.kwargs, "TMA_OK": mm.tma_ok(a, b, out)})
+    mm.launch_matmul(out, a, b, config=config)
+    runtime.synchronize()
+    check(out, MATMUL.reference(a.double(), b.double()), "bf16", shape)
+    _, locks = mm.split_k_buffers(shape[0], shape[1], a.device, [config])
+    assert int(locks.count_nonzero()) == 0, "every tile's semaphore is reset by its last split"
+    again = empty_like_nan(out)
+    mm.launch_matmul(again, a, b, config=config)
+    runtime.synchronize()
+    assert torch.equal(again, out), "split-K sums in split order: the same bits on every call"
+
+
+def test_tf32_takes_b_k_major():
+    """Row-major B is transposed for the tf32 tensor cores, inside the call or once and kept; a B
+    already K-major is used as it is; every way gives the product."""
+    shape = (48, 40, 64)
+    a, b = MATMUL.make_inputs(shape, "tf32", DEVICE, 5)
+    ref = MATMUL.reference(a.double(), b.double())
+    with runtime.matmul_precision("tf32"):
+        results = {}
+        for layout in mm.B_LAYOUTS:
+            out = empty_like_nan(MATMUL.out_like(a, b))
+            results[layout] = mm.launch_matmul(out, a, b, b_layout=layout)
+        given = empty_like_nan(MATMUL.out_like(a, b))
+        mm.launch_matmul(given, a, b.t().contiguous().t())
+        runtime.synchronize()
+        for got in [*results.values(), given]:
+            check(got, ref, "tf32", shape)
+        assert mm.b_kmajor(b.t().contiguous().t()) and not mm.b_kmajor(b)
+        assert mm.tma_ok(a, b.t().contiguous().t(), given, "tf32") and not mm.tma_ok(a, b, given, "tf32")
+        assert not mm.tma_ok(a, b.t().contiguous().t(), given, "ieee"), "IEEE fp32 stays on the FMA units"
+        # the kept transpose follows B: an in-place change is seen on the next call
+        b.mul_(-1)
+        out = empty_like_nan(MATMUL.out_like(a, b))
+        mm.launch_matmul(out, a, b, b_layout="cached")
+        runtime.synchronize()
+        check(out, -ref, "tf32", shape)
+
+
+def test_unknown_b_layout_is_refused():
+    a, b = MATMUL.make_inputs((8, 8, 8), "tf32", DEVICE, 0)
+    with pytest.raises(ValueError, match="sideways"):
+        mm.launch_matmul(MATMUL.out_like(a, b), a, b, b_layout="sideways")
+
+
+def test_triton_ladders_are_read_where_they_run():
+    """Each Triton ladder's steps run in its dtype at the shape the default config reads it at."""
+    import yaml
+
+    from kernellab.cases import kernel_plan
+
+    cfg = yaml.safe_load((MATMUL.folder.parents[1] / "config" / "config.yaml").read_text())["kernels"]["matmul"]
+    plan = kernel_plan("matmul", cfg, "gpu")
+    ladders = MATMUL.ladders()
+    for name, dtype in mm.LADDER_DTYPES.items():
+        steps = ladders[name]
+        assert [s.step for s in steps] == list(mm.TRITON_STEPS[name])
+        assert plan.ladder_dtype(steps) == dtype
+        for s in steps:
+            assert {c.shape for c in plan.cases(MATMUL, s)} >= {plan.ladder_shape(name)}, s.key
+    assert plan.ladder_shape("triton_skinny")[0] <= mm.SKINNY_M
 
 
 # --------------------------------------------------------------------- family metadata
