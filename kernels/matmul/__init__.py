@@ -43,6 +43,7 @@ from .triton_matmul import (  # noqa: F401
     config_of,
     configs_for,
     input_precision,
+    kmajor_copy,
     launch_matmul,
     make_compile_specs,
     matmul_grid,
@@ -258,6 +259,6 @@ def triton_step(entry, b_layout: str = "transpose"):
 for ladder, steps in TRITON_STEPS.items():
     for step, spec in steps.items():
         entry, b_layout = spec if isinstance(spec[0], tuple) else (spec, "transpose")
+        # no compile_specs: the ptx rule's dumps of the family's configs cover these bodies
         FAMILY.add(Impl("matmul", "triton", "triton", triton_step(entry, b_layout), step=step, ladder=ladder,
-                        dtypes=(LADDER_DTYPES[ladder],),
-                        compile_specs=lambda dtype, entry=entry: make_compile_specs(dtype, entries=[entry])))
+                        dtypes=(LADDER_DTYPES[ladder],)))

@@ -185,7 +185,7 @@ def test_split_k_sums_every_split_and_leaves_the_semaphores_at_zero(split_k, sha
 def test_tf32_takes_b_k_major():
     """Row-major B is transposed for the tf32 tensor cores, inside the call or once and kept; a B
     already K-major is used as it is; every way gives the product."""
-    shape = (48, 40, 64)
+    shape = (mm.SKINNY_M + 44, 40, 64)  # enough rows of A for the transpose to pay
     a, b = MATMUL.make_inputs(shape, "tf32", DEVICE, 5)
     ref = MATMUL.reference(a.double(), b.double())
     with runtime.matmul_precision("tf32"):
@@ -201,12 +201,27 @@ def test_tf32_takes_b_k_major():
         assert mm.b_kmajor(b.t().contiguous().t()) and not mm.b_kmajor(b)
         assert mm.tma_ok(a, b.t().contiguous().t(), given, "tf32") and not mm.tma_ok(a, b, given, "tf32")
         assert not mm.tma_ok(a, b.t().contiguous().t(), given, "ieee"), "IEEE fp32 stays on the FMA units"
-        # the kept transpose follows B: an in-place change is seen on the next call
+        # the kept transpose follows B: an in-place change, or another tensor, is seen on the next call
         b.mul_(-1)
         out = empty_like_nan(MATMUL.out_like(a, b))
         mm.launch_matmul(out, a, b, b_layout="cached")
         runtime.synchronize()
         check(out, -ref, "tf32", shape)
+        other = b * 2
+        mm.launch_matmul(out, a, other, b_layout="cached")
+        runtime.synchronize()
+        check(out, -2 * ref, "tf32", shape)
+
+
+@pytest.mark.parametrize("rows,cols,step", [(65, 130, 1), (64, 64, 1), (33, 70, 2)])
+def test_kmajor_copy_is_the_transpose(rows, cols, step):
+    """Our transpose kernel at edges that cut its tiles, and a B whose rows are not contiguous
+    (every other column: the plain copy path)."""
+    b = torch.arange(rows * cols * step, dtype=torch.float32, device=DEVICE).reshape(rows, cols * step)[:, ::step]
+    bt = mm.kmajor_copy(b)
+    runtime.synchronize()
+    assert mm.b_kmajor(bt) and tuple(bt.shape) == (rows, cols)
+    assert torch.equal(bt, b)
 
 
 def test_unknown_b_layout_is_refused():
