@@ -145,9 +145,13 @@ def git_info(root: Path) -> dict:
     machine knows its commit, and a ``.git`` that came along can be stale (the device
     machine's copy carried an older ``.git`` than the tree beside it: its HEAD and
     ``git_dirty`` described the wrong commit). Whether that copy was clean is then unknown."""
-    told = os.environ.get("KERNELLAB_GIT_COMMIT", "")
-    if re.fullmatch(r"[0-9a-f]{40}", told):
+    told = os.environ.get("KERNELLAB_GIT_COMMIT", "").strip().lower()
+    if re.fullmatch(r"[0-9a-f]{7,40}", told):  # full or abbreviated, as ``git log --oneline`` prints it
         return {"git_commit": told, "git_dirty": None}
+    if told:
+        # a value that names no commit must not let a stale .git speak instead (both GPU sets
+        # of one session were recorded against an older commit that way)
+        return {"git_commit": None, "git_dirty": None, "git_commit_told": told}
 
     def git(*args):
         try:

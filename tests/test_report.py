@@ -636,8 +636,18 @@ def test_git_info_prefers_the_commit_the_shipper_named(tmp_path, monkeypatch):
     sha = "0123456789abcdef0123456789abcdef01234567"
     monkeypatch.setenv("KERNELLAB_GIT_COMMIT", sha)
     assert git_info(tmp_path) == {"git_commit": sha, "git_dirty": None}
+    monkeypatch.setenv("KERNELLAB_GIT_COMMIT", "8C683F7")  # abbreviated, as git log --oneline prints it
+    assert git_info(tmp_path) == {"git_commit": "8c683f7", "git_dirty": None}
+    # a value that names no commit is kept as told, and no .git (stale or not) is asked instead
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
     monkeypatch.setenv("KERNELLAB_GIT_COMMIT", "not-a-sha")
-    assert git_info(tmp_path) == {"git_commit": None, "git_dirty": None}  # no .git there either
+    assert git_info(repo) == {"git_commit": None, "git_dirty": None, "git_commit_told": "not-a-sha"}
+    monkeypatch.delenv("KERNELLAB_GIT_COMMIT")
+    assert re.fullmatch(r"[0-9a-f]{40}", git_info(repo)["git_commit"])
 
 
 def test_expected_absences_are_listed_apart_from_failures(cpu):
