@@ -23,8 +23,9 @@ from kernellab.triton_utils import CompileSpec, autotune, forced_config, launch,
 #
 # * the pointer body (any strides, any dtype, the interpreter's too): one C tile per
 #   program, operands fetched with ``tl.load`` (cp.async + wgmma on sm_90);
-# * the TMA body (fp16/bf16 whose rows start on 16-byte boundaries, sm_90+): persistent
-#   (one program per SM walking the tiles in grouped order), operands fetched by the
+# * the TMA body (fp16/bf16, or fp32 on the TF32 tensor cores with B K-major, rows
+#   starting on 16-byte boundaries, sm_90+): persistent (one program per SM walking the
+#   tiles, and with SPLIT_K the K pieces of each, in grouped order), operands fetched by the
 #   Tensor Memory Accelerator through device-side tensor descriptors
 #   (``tl.make_tensor_descriptor``: zero padding past the edges, so no masks), the tile
 #   loop flattened into the K loop so that the next tile's loads are in flight during
@@ -32,7 +33,7 @@ from kernellab.triton_utils import CompileSpec, autotune, forced_config, launch,
 #   for the epilogue, leaving room for the operand pipeline).
 #
 # A config asks for the TMA body (``TMA=True``); the launcher says whether this call
-# can have it (``TMA_OK``). A TMA config on a call that cannot (odd row strides, fp32)
+# can have it (``TMA_OK``). A TMA config on a call that cannot (odd row strides, IEEE fp32)
 # runs the pointer body with the same tile, one program per tile, so every config works
 # on every call (the interpreter's autotuning forces each one through the launcher).
 #
