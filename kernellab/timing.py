@@ -9,9 +9,11 @@ a spin kernel holds the stream while the host enqueues each batch (``_hold``), s
 events time the GPU's work, not the host's launch overhead (the graph replay below
 still tells how much launching the call costs). Samples are
 taken in batches; NVML is read between batches and a batch during which the GPU
-reported thermal or power throttling is discarded and counted. Sampling stops when the
-relative standard deviation of the clean samples reaches the target, or when the
-case's budget is spent (``converged`` says which).
+reported thermal or power throttling is discarded and counted. A start-up transient the
+warm-up did not cover (leading samples clearly slower than the rest) is left out, and the
+case's ``reason`` says so (``stats.transient_cut``). Sampling stops when the relative
+standard deviation of the clean samples reaches the target, or when the case's budget is
+spent (``converged`` says which).
 
 For short kernels the call is also captured into a CUDA graph and its replays timed:
 the difference between eager and replayed medians is what launching the call's kernels
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from kernellab import nvml
-from kernellab.stats import StopRule, summarize
+from kernellab.stats import StopRule, summarize, transient_cut
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,17 @@ def _warmup(fn, cfg: TimingConfig, device: str) -> None:
             break
 
 
+def _settled(samples: list[float]) -> tuple[list[float], str]:
+    """The samples after a start-up transient (``stats.transient_cut``), and a note saying
+    what was left out ("" when nothing was)."""
+    cut = transient_cut(samples)
+    if not cut:
+        return samples, ""
+    before, after = summarize(samples[:cut]).median, summarize(samples[cut:]).median
+    return samples[cut:], (f"left out {cut} leading samples of a start-up transient "
+                           f"(median {before:,.1f} us, then {after:,.1f} us)")
+
+
 def _measure_cpu(fn, cfg: TimingConfig, flush) -> Timing:
     rule = cfg.stop_rule()
     samples: list[float] = []
@@ -157,9 +170,10 @@ def _measure_cpu(fn, cfg: TimingConfig, flush) -> Timing:
         start = time.perf_counter_ns()
         fn()
         samples.append((time.perf_counter_ns() - start) / 1e3)
-        stop, converged = rule.decide(samples, time.perf_counter() - t0)
+        kept, note = _settled(samples)
+        stop, converged = rule.decide(kept, time.perf_counter() - t0)
         if stop:
-            return Timing(samples, converged, cfg.mode)
+            return Timing(kept, converged, cfg.mode, note=note)
 
 
 # ``torch.cuda._sleep`` spins for a number of SM clock cycles; at most this many per second
@@ -213,12 +227,13 @@ def _measure_cuda(fn, cfg: TimingConfig, flush) -> Timing:
         else:
             clean.extend(batch)
         elapsed = time.perf_counter() - t0
-        stop, converged = rule.decide(clean, elapsed)
+        kept, note = _settled(clean)
+        stop, converged = rule.decide(kept, elapsed)
         # a GPU that throttles all the time would never stop on clean samples alone
         stop = stop or len(everything) >= rule.max_samples or elapsed >= rule.budget_s
         if stop:
-            if len(clean) >= cfg.min_samples:
-                return Timing(clean, converged, cfg.mode, throttled, clocks=clocks)
+            if len(kept) >= cfg.min_samples:
+                return Timing(kept, converged, cfg.mode, throttled, clocks=clocks, note=note)
             note = (f"too few clean samples: {len(clean)} of {len(everything)} "
                     f"({throttled} taken while throttling; statistics include them)")
             return Timing(everything, False, cfg.mode, throttled, clocks=clocks, note=note)

@@ -180,6 +180,21 @@ def test_cpu_timing_unconverged_when_budget_runs_out():
     assert t.converged is False and len(t.samples_us) >= 1
 
 
+def test_cpu_timing_leaves_out_a_slow_start_and_says_so():
+    """The first calls after a too-short warm-up take 20 ms, the rest 1 ms: the statistics are the
+    steady state's and the note names what was left out."""
+    calls = []
+
+    def fn():
+        calls.append(1)
+        time.sleep(0.02 if len(calls) <= 6 else 0.001)
+
+    t = measure(fn, TimingConfig(mode="warm", budget_s=1.0, min_samples=12, rel_std=0.5, warmup_s=0.0,
+                                 min_warmup=1), "cpu")
+    assert "left out 5 leading samples of a start-up transient" in t.note
+    assert max(t.samples_us) < 10_000 and t.record()["median_us"] < 10_000
+
+
 # ------------------------------------------------------------------ isolate.run_batch
 def _ok(n):
     def w():

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from kernellab.stats import AMBIGUOUS, FASTER, SAME, SLOWER, StopRule, classify, geomean, summarize
+from kernellab.stats import AMBIGUOUS, FASTER, SAME, SLOWER, StopRule, classify, geomean, summarize, transient_cut
 
 
 def test_summary_statistics_match_numpy():
@@ -75,3 +75,23 @@ def test_classify_missing_data_is_ambiguous():
 def test_geomean_skips_missing():
     assert geomean([2.0, 8.0, math.nan, None]) == pytest.approx(4.0)
     assert math.isnan(geomean([]))
+
+
+def test_transient_cut_leaves_out_a_slow_start():
+    """The H100 case that prompted it: ten samples at 1.3-3.5 ms, then ten at 0.40 ms."""
+    slow = [3492, 3432, 3192, 1740, 1776, 1704, 1613, 1408, 1298, 1317]
+    steady = [402, 399, 402, 404, 401, 401, 403, 401, 400, 401]
+    assert transient_cut(slow + steady) == 10
+    assert transient_cut([150.0, 140.0] + [100.0 + 0.1 * (i % 3) for i in range(30)]) == 2
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_transient_cut_keeps_stationary_noise(seed):
+    x = np.random.default_rng(seed).normal(100.0, 2.0, size=int(np.random.default_rng(seed).integers(10, 400)))
+    assert transient_cut(x) == 0
+
+
+def test_transient_cut_never_drops_fast_samples_or_a_late_change():
+    assert transient_cut([50.0] * 5 + [100.0] * 20) == 0  # a fast start stays: dropping it would flatter
+    assert transient_cut([100.0] * 20 + [300.0] * 5) == 0  # a slowdown late in the series is not a start-up
+    assert transient_cut([120.0, 100.0, 100.0]) == 0  # too few to tell
