@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from kernellab import isolate, registry
+from kernellab import isolate, registry, runtime
 from kernellab.cases import Case, kernel_plan
 from kernellab.harness import check_impl, compare, measure_family
 from kernellab.registry import Impl
@@ -92,7 +92,8 @@ def test_poisoned_output_catches_a_skipped_last_element(family):
 
 
 def test_three_seeds_per_case_and_good_impls_pass(family):
-    rows = check_family(family, _plan(["torch_fused", "triton"]), [0, 1, 2], "cpu", 60)
+    # the machine's device: a compiled Triton kernel takes no CPU tensor (the interpreter does)
+    rows = check_family(family, _plan(["torch_fused", "triton"]), [0, 1, 2], runtime.device(), 60)
     assert len(rows) == 2 * 2 * 3  # impls x shapes (1000 and the odd 33) x seeds
     assert {r["seed"] for r in rows} == {0, 1, 2}
     assert all(r["status"] == "ok" for r in rows), [r["reason"] for r in rows if r["status"] != "ok"]
@@ -140,8 +141,8 @@ def test_measure_tunes_triton_in_the_same_worker_and_reports_a_crash_while_tunin
                             triton_kernels=FAM.impls["triton"].triton_kernels)).key
     try:
         tune_cfg = TimingConfig(budget_s=0.01, min_samples=2, warmup_s=0.0, min_warmup=1)
-        checks, _, tunes = measure_family(family, _plan(["triton", "torch_fused", crash]), "cpu", 60, seeds=[0],
-                                          tune_cfg=tune_cfg)
+        checks, _, tunes = measure_family(family, _plan(["triton", "torch_fused", crash]), runtime.device(), 60,
+                                          seeds=[0], tune_cfg=tune_cfg)
     finally:
         family.remove(crash)
     ok = [r for r in tunes if r["impl_key"] == "triton"]
