@@ -94,6 +94,17 @@ def validate_schema(config: dict) -> dict:
     return config
 
 
+def _check_one_shape(fam, key: str, value) -> None:
+    """A single representative shape (profile or ladder) parses and has the family's rank;
+    ``key`` names it in the error."""
+    try:
+        shape = parse_shape(value)
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+    if len(shape) not in fam.shape_rank:
+        raise ConfigError(f"{key}: shape {value!r} has the wrong number of dimensions")
+
+
 def check(config: dict, families: dict | None = None) -> None:
     """Raise ConfigError naming the first problem found."""
     if families is None:
@@ -145,24 +156,13 @@ def check(config: dict, families: dict | None = None) -> None:
                 seen[shape] = value
         for field in ("profile_shape", "cpu_profile_shape"):
             if field in kcfg:
-                try:
-                    shape = parse_shape(kcfg[field])
-                except ValueError as exc:
-                    raise ConfigError(f"{where}.{field}: {exc}") from None
-                if len(shape) not in fam.shape_rank:
-                    raise ConfigError(f"{where}.{field}: shape {kcfg[field]!r} has the wrong number of dimensions")
+                _check_one_shape(fam, f"{where}.{field}", kcfg[field])
         for field in ("ladder_shapes", "cpu_ladder_shapes"):
             for ladder, value in (kcfg.get(field) or {}).items():
                 if ladder not in fam.ladders():
                     raise ConfigError(f"{where}.{field}: {name} has no ladder {ladder!r}; "
                                       f"its ladders: {', '.join(fam.ladders()) or 'none'}")
-                try:
-                    shape = parse_shape(value)
-                except ValueError as exc:
-                    raise ConfigError(f"{where}.{field}.{ladder}: {exc}") from None
-                if len(shape) not in fam.shape_rank:
-                    raise ConfigError(f"{where}.{field}.{ladder}: shape {value!r} has the wrong number of "
-                                      f"dimensions")
+                _check_one_shape(fam, f"{where}.{field}.{ladder}", value)
         for pname, values in (kcfg.get("params") or {}).items():
             if pname not in fam.params:
                 raise ConfigError(f"{where}.params: {name} has no parameter {pname!r}; "

@@ -275,19 +275,19 @@ def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
     rows = []
     for ladder, steps in fam.ladders().items():
         steps = [s for s in steps if s.key in keys]
-        shape = "x".join(map(str, plan.ladder_shape(ladder)))
-        dtypes = [plan.ladder_dtype(steps)] * len(steps)
-        bases = [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
-                  "dtype": d} for s, d in zip(steps, dtypes, strict=True)]
         if not steps:
             continue
+        shape = "x".join(map(str, plan.ladder_shape(ladder)))
+        dtype = plan.ladder_dtype(steps)
+        bases = [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
+                  "dtype": dtype} for s in steps]
         if not nc.get("enabled", True):
             got = [{"status": "unavailable", "reason": "ncu disabled in the config"}] * len(steps)
         elif not runtime.has_gpu():
             got = [{"status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"}] * len(steps)
         else:
             t0 = time.perf_counter()
-            got = profile_steps(kernel, [(s.key, d) for s, d in zip(steps, dtypes, strict=True)], shape,
+            got = profile_steps(kernel, [(s.key, dtype) for s in steps], shape,
                                 str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)),
                                 config.get("kernel_dirs"))
             log.info("ncu %s %s: %d steps in %.1f s", kernel, ladder, len(steps), time.perf_counter() - t0)

@@ -174,7 +174,7 @@ def test_split_k_sums_every_split_and_leaves_the_semaphores_at_zero(split_k, sha
     mm.launch_matmul(out, a, b, config=config)
     runtime.synchronize()
     check(out, MATMUL.reference(a.double(), b.double()), "bf16", shape)
-    _, locks = mm.split_k_buffers(shape[0], shape[1], a.device, [config])
+    _, locks = mm.split_k_buffers(shape[0], shape[1], a.device, config)
     assert int(locks.count_nonzero()) == 0, "every tile's semaphore is reset by its last split"
     again = empty_like_nan(out)
     mm.launch_matmul(again, a, b, config=config)

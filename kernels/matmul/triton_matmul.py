@@ -477,21 +477,29 @@ def matmul_grid(M: int, N: int, num_sms: int):
     return grid
 
 
-def split_k_buffers(M: int, N: int, device, configs) -> tuple[torch.Tensor, torch.Tensor]:
-    """(fp32 workspace, int32 semaphores) big enough for every split-K config among
-    ``configs`` at M x N, kept per device and grown on demand: the semaphores start at
-    zero and the kernel leaves them at zero. One-element placeholders when no config
-    splits K."""
+@functools.cache
+def split_k_sizes(M: int, N: int, config: triton.Config | None = None) -> tuple[int, int]:
+    """(workspace elements, semaphores) that every split-K config that may run at M x N
+    needs: ``config``, else the autotuner's (whose split-K configs are only kept for M up
+    to SKINNY_M); (1, 1) when none splits K. Cached: the launcher asks on every call."""
+    configs = [config] if config is not None else (matmul_kernel.configs if M <= SKINNY_M else [])
     splits = [c.kwargs for c in configs if c.kwargs.get("SPLIT_K", 1) > 1]
     tiles = [triton.cdiv(M, kw["BLOCK_M"]) * triton.cdiv(N, kw["BLOCK_N"]) for kw in splits]
     ws_elems = max((t * kw["SPLIT_K"] * kw["BLOCK_M"] * kw["BLOCK_N"] for t, kw in zip(tiles, splits, strict=True)),
                    default=1)
+    return ws_elems, max(tiles, default=1)
+
+
+def split_k_buffers(M: int, N: int, device, config: triton.Config | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fp32 workspace, int32 semaphores) of ``split_k_sizes``, kept per device and grown on
+    demand: the semaphores start at zero and the kernel leaves them at zero."""
+    ws_elems, locks_n = split_k_sizes(M, N, config)
     key = torch.device(device)
     ws, locks = _SPLIT_BUFFERS.get(key, (None, None))
     if ws is None or ws.numel() < ws_elems:
         ws = torch.empty(ws_elems, dtype=torch.float32, device=device)
-    if locks is None or locks.numel() < max(tiles, default=1):
-        locks = torch.zeros(max(tiles, default=1), dtype=torch.int32, device=device)
+    if locks is None or locks.numel() < locks_n:
+        locks = torch.zeros(locks_n, dtype=torch.int32, device=device)
     _SPLIT_BUFFERS[key] = (ws, locks)
     return ws, locks
 
@@ -572,9 +580,7 @@ def launch_matmul(out, a, b, activation: str = "", config: triton.Config | None 
     ok = tma_ok(a, b, out, precision)
     if ok and not triton_interpreted():
         _ensure_allocator()
-    config = config or forced_config(matmul_kernel)
-    candidates = [config] if config is not None else (matmul_kernel.configs if M <= SKINNY_M else [])
-    ws, locks = split_k_buffers(M, N, a.device, candidates)
+    ws, locks = split_k_buffers(M, N, a.device, config or forced_config(matmul_kernel))
     args = (a, b, out, ws, locks, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
     meta = {"ACTIVATION": activation, "INPUT_PRECISION": precision, "TMA_OK": ok, "B_KMAJOR": b_kmajor(b)}
