@@ -1,6 +1,6 @@
 """The process ncu profiles: each step warmed up, then one call in an NVTX range.
 
-``python -m kernellab.ncu_target KERNEL SHAPE BUILD_JSON STATUS_JSON KERNEL_DIRS IMPL_KEY:DTYPE ...``
+``python -m kernellab.ncu_target KERNEL BUILD_JSON STATUS_JSON KERNEL_DIRS IMPL_KEY:DTYPE:SHAPE ...``
 
 (KERNEL_DIRS: the kernel folders joined by ``os.pathsep``.)
 
@@ -18,7 +18,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    kernel, shape, build_json, status_json, kernel_dirs, *steps = argv
+    kernel, build_json, status_json, kernel_dirs, *steps = argv
     from kernellab import cuda_ext, registry, runtime
     from kernellab.cases import parse_shape
     from kernellab.ncu import RANGE
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     params = {k: v[0] for k, v in family.params.items()}
     status = []
     for spec in steps:
-        impl_key, dtype = spec.rsplit(":", 1)
+        impl_key, dtype, shape = spec.rsplit(":", 2)
         call = None
         try:
             impl = registry.impl(kernel, impl_key)

@@ -266,33 +266,38 @@ def _gpu_arch() -> int:
 
 
 def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
+    """Nsight Compute on every ladder step of the family, each at its ladder's shape and
+    dtype, in one ncu session."""
     from kernellab.ncu import COLUMNS, profile_steps
 
     fam = families(config)[kernel]
     plan = _plan(config, kernel)
     keys = set(plan.impl_keys(fam))
     nc = config.get("ncu") or {}
-    rows = []
+    bases, ladders = [], []
     for ladder, steps in fam.ladders().items():
         steps = [s for s in steps if s.key in keys]
         if not steps:
             continue
         shape = "x".join(map(str, plan.ladder_shape(ladder)))
         dtype = plan.ladder_dtype(steps)
-        bases = [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
-                  "dtype": dtype} for s in steps]
-        if not nc.get("enabled", True):
-            got = [{"status": "unavailable", "reason": "ncu disabled in the config"}] * len(steps)
-        elif not runtime.has_gpu():
-            got = [{"status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"}] * len(steps)
-        else:
-            t0 = time.perf_counter()
-            got = profile_steps(kernel, [(s.key, dtype) for s in steps], shape,
-                                str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)),
-                                config.get("kernel_dirs"))
-            log.info("ncu %s %s: %d steps in %.1f s", kernel, ladder, len(steps), time.perf_counter() - t0)
-        rows += [{**b, **g} for b, g in zip(bases, got, strict=True)]
-    write_csv(out_csv, rows, columns=COLUMNS)
+        ladders.append(f"{ladder} ({len(steps)})")
+        bases += [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
+                   "dtype": dtype} for s in steps]
+    if not bases:
+        got = []
+    elif not nc.get("enabled", True):
+        got = [{"status": "unavailable", "reason": "ncu disabled in the config"}] * len(bases)
+    elif not runtime.has_gpu():
+        got = [{"status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"}] * len(bases)
+    else:
+        t0 = time.perf_counter()
+        got = profile_steps(kernel, [(b["impl_key"], b["dtype"], b["shape"]) for b in bases],
+                            str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)),
+                            config.get("kernel_dirs"))
+        log.info("ncu %s: %d steps of %s in %.1f s", kernel, len(bases), ", ".join(ladders),
+                 time.perf_counter() - t0)
+    write_csv(out_csv, [{**b, **g} for b, g in zip(bases, got, strict=True)], columns=COLUMNS)
 
 
 def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],

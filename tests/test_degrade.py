@@ -21,7 +21,7 @@ TRITON_IMPL = next((name, key) for name, fam in sorted(registry.families().items
 
 def test_ncu_absent_is_recorded_unavailable(monkeypatch):
     monkeypatch.setattr(ncu.shutil, "which", lambda name: None)
-    [row] = ncu.profile_steps(CUDA_STEP[0], [(CUDA_STEP[1], "fp32")], "1024", "build.json", timeout_s=5)
+    [row] = ncu.profile_steps(CUDA_STEP[0], [(CUDA_STEP[1], "fp32", "1024")], "build.json", timeout_s=5)
     assert row["status"] == "unavailable" and "ncu" in row["reason"]
 
 
@@ -33,7 +33,7 @@ def test_ncu_refusal_is_recorded_with_its_message(monkeypatch):
 
     monkeypatch.setattr(ncu.shutil, "which", lambda name: "/usr/bin/ncu")
     monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done())
-    [row] = ncu.profile_steps(CUDA_STEP[0], [(CUDA_STEP[1], "fp32")], "1024", "build.json", timeout_s=5)
+    [row] = ncu.profile_steps(CUDA_STEP[0], [(CUDA_STEP[1], "fp32", "1024")], "build.json", timeout_s=5)
     assert row["status"] == "unavailable" and "ERR_NVGPUCTRPERM" in row["reason"]
 
 

@@ -235,6 +235,7 @@ TRITON_STEPS = {
         "hopper_tile": (128, 256, 64, 3, 8, "tma_nosub"),
         "narrow_tile": (128, 64, 64, 4, 4, "tma_nosub"),
         "split_k": (128, 128, 64, 4, 8, "tma_split2"),
+        "deep_pipeline": (64, 128, 128, 4, 4, "tma_nosub"),
     },
     # tf32 at 4096^3: what wgmma's K-major rule for 32-bit operands costs, and two ways to pay it
     "triton_tf32": {
