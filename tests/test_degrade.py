@@ -99,3 +99,37 @@ def test_ncu_session_rows_are_split_at_the_markers():
     assert [list(p["name"]) for p in parts] == [["softmax_a", "softmax_b"], [], ["fused"]]
     assert ncu.combine(parts[0])["duration_us"] == 3.0
     assert ncu.combine(parts[1])["status"] == "error"  # a step that launched nothing inside its range
+
+
+def test_one_ncu_session_profiles_every_ladder_of_a_family_at_its_own_shape(tmp_path, monkeypatch):
+    import yaml
+
+    from kernellab import pipeline, runtime
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["target"] = "gpu"
+    calls = []
+
+    def fake_profile_steps(kernel, steps, build_json, timeout_s, kernel_dirs=None):
+        calls.append(steps)
+        return [{"status": "ok", "reason": "", "duration_us": float(i)} for i in range(len(steps))]
+
+    monkeypatch.setattr(runtime, "has_gpu", lambda: True)
+    monkeypatch.setattr(ncu, "profile_steps", fake_profile_steps)
+    out = tmp_path / "ncu.csv"
+    pipeline.ncu(config, "matmul", str(tmp_path / "build.json"), str(out))
+    import pandas as pd
+
+    rows = pd.read_csv(out)
+    assert len(calls) == 1  # one session for all of the family's ladders
+    fam = registry.family("matmul")
+    plan = pipeline._plan(config, "matmul")
+    assert set(rows["ladder"]) == set(fam.ladders())
+    for ladder, steps in fam.ladders().items():
+        got = rows[rows["ladder"] == ladder]
+        shape = "x".join(map(str, plan.ladder_shape(ladder)))
+        assert list(got["impl_key"]) == [s.key for s in steps]
+        assert set(got["shape"]) == {shape} and set(got["dtype"]) == {plan.ladder_dtype(steps)}
+    # each step went to ncu with its own ladder's shape and dtype, and its record came back to it
+    assert [(k, d, s) for k, d, s in calls[0]] == list(zip(rows["impl_key"], rows["dtype"], rows["shape"].astype(str)))
+    assert list(rows["duration_us"]) == list(range(len(rows)))
