@@ -102,6 +102,7 @@ def test_ncu_session_rows_are_split_at_the_markers():
 
 
 def test_one_ncu_session_profiles_every_ladder_of_a_family_at_its_own_shape(tmp_path, monkeypatch):
+    import pandas as pd
     import yaml
 
     from kernellab import pipeline, runtime
@@ -118,8 +119,6 @@ def test_one_ncu_session_profiles_every_ladder_of_a_family_at_its_own_shape(tmp_
     monkeypatch.setattr(ncu, "profile_steps", fake_profile_steps)
     out = tmp_path / "ncu.csv"
     pipeline.ncu(config, "matmul", str(tmp_path / "build.json"), str(out))
-    import pandas as pd
-
     rows = pd.read_csv(out)
     assert len(calls) == 1  # one session for all of the family's ladders
     fam = registry.family("matmul")
@@ -131,5 +130,6 @@ def test_one_ncu_session_profiles_every_ladder_of_a_family_at_its_own_shape(tmp_
         assert list(got["impl_key"]) == [s.key for s in steps]
         assert set(got["shape"]) == {shape} and set(got["dtype"]) == {plan.ladder_dtype(steps)}
     # each step went to ncu with its own ladder's shape and dtype, and its record came back to it
-    assert [(k, d, s) for k, d, s in calls[0]] == list(zip(rows["impl_key"], rows["dtype"], rows["shape"].astype(str)))
+    sent = list(zip(rows["impl_key"], rows["dtype"], rows["shape"].astype(str), strict=True))
+    assert [tuple(step) for step in calls[0]] == sent
     assert list(rows["duration_us"]) == list(range(len(rows)))
