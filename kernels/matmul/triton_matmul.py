@@ -93,10 +93,8 @@ _TILES = {
     # so what counts is every SM streaming B. A 128x256 tile would leave most SMs idle at
     # M = 128 (32 tiles at N = 8192); narrow TMA tiles and split-K give 128-256 programs,
     # and deep pipelines (BLOCK_K 128, 4-6 stages: 192 KiB of A and B in flight per SM)
-    # keep each one's loads coming: at M = 128 on the H200 they took 0.78 and 0.81 of
-    # cuBLAS to 0.93 and 0.92 (the triton_skinny ladder's deep_pipeline step). Split 4 and
-    # the shallow narrow tiles never won on either GPU and left the list. 16-row tiles
-    # (mma.sync): M = 16.
+    # keep each one's loads coming (KERNEL_LOG: triton_skinny). 16-row tiles (mma.sync):
+    # M = 16.
     "16bit_skinny": [
         (64, 64, 128, 6, 4, "tma_nosub"),
         (64, 128, 128, 4, 4, "tma_nosub"),
