@@ -218,9 +218,10 @@ def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
 
     Compiling is CPU work (the GPU stays idle: nothing runs), so it is spread over one
     pool of forked processes for all families, one task per Triton implementation and
-    dtype and one per family for its CUDA implementations (they share .cu files):
-    ``ptx.workers`` in the config, by default the cores this process may use, at most 16.
-    A task that fails leaves an entry saying so; the other tasks' entries stand.
+    dtype and one per group of CUDA implementations sharing .cu files (``ptx.cuda_groups``),
+    the CUDA tasks first (nvcc makes them the longest): ``ptx.workers`` in the config, by
+    default the cores this process may use, at most 16. A task that fails leaves an entry
+    saying so; the other tasks' entries stand.
     """
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
@@ -230,29 +231,38 @@ def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
     # cross-compiling never runs a kernel: make sure Triton compiles rather than interprets
     os.environ["TRITON_INTERPRET"] = "0"
     arch = _gpu_arch()
-    tasks = []  # (kernel, impl keys, dtypes, out_dir)
+    fams = families(config)
+    tasks = []  # (kernel, impl keys, dtypes, out_dir), in the order of the index files
     for kernel, out_index in zip(kernels, out_indexes, strict=True):
-        fam = families(config)[kernel]
+        fam = fams[kernel]
         plan = _plan(config, kernel)
         out_dir = Path(out_index).parent
         out_dir.mkdir(parents=True, exist_ok=True)
         keys = plan.impl_keys(fam)
         tasks += [(kernel, [k], [d], out_dir) for k in keys if fam.impls[k].backend == "triton"
                   for d in plan.dtypes if fam.impls[k].supports(d)]
-        cuda_keys = [k for k in keys if fam.impls[k].backend == "cuda"]
-        if cuda_keys:
-            tasks.append((kernel, cuda_keys, list(plan.dtypes), out_dir))
+        tasks += [(kernel, group, list(plan.dtypes), out_dir) for group in ptxmod.cuda_groups(fam, keys)]
+    # CUDA tasks (nvcc, the longest) go to the pool first
+    first = sorted(range(len(tasks)), key=lambda i: fams[tasks[i][0]].impls[tasks[i][1][0]].backend != "cuda")
     workers = int((config.get("ptx") or {}).get("workers") or min(16, len(os.sched_getaffinity(0))))
     workers = max(1, min(workers, len(tasks)))
     t0 = time.perf_counter()
-    entries = {kernel: [] for kernel in kernels}
+    done: dict[int, tuple[float, list[dict]]] = {}
     if tasks:
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            for (kernel, *_), part in zip(tasks, pool.map(ptxmod.entries_for, *zip(*tasks, strict=True),
-                                                        [arch] * len(tasks)), strict=True):
-                entries[kernel] += part
-    log.info("ptx: %d tasks of %d families on %d workers in %.1f s", len(tasks), len(kernels), workers,
-             time.perf_counter() - t0)
+            ordered = [tasks[i] for i in first]
+            for i, got in zip(first, pool.map(ptxmod.timed_entries_for, *zip(*ordered, strict=True),
+                                                [arch] * len(ordered)), strict=True):
+                done[i] = got
+    entries = {kernel: [] for kernel in kernels}
+    took = []
+    for i, (kernel, keys, dtypes, _) in enumerate(tasks):
+        seconds, part = done[i]
+        entries[kernel] += part
+        took.append((seconds, f"{kernel} {'+'.join(keys)} {'+'.join(dtypes)}"))
+    slowest = ", ".join(f"{name} {sec:.1f} s" for sec, name in sorted(took, reverse=True)[:3])
+    log.info("ptx: %d tasks of %d families on %d workers in %.1f s (slowest: %s)", len(tasks), len(kernels),
+             workers, time.perf_counter() - t0, slowest or "none")
     for kernel, out_index in zip(kernels, out_indexes, strict=True):
         write_json(out_index, entries[kernel])
 

@@ -138,6 +138,35 @@ def split_ptx(text: str) -> dict[str, str]:
     return parts
 
 
+def cuda_groups(family: Family, keys: list[str]) -> list[list[str]]:
+    """The CUDA implementations among ``keys`` in groups that share no .cu file with another
+    group: each group is one task of the ptx rule (a shared file is compiled once per task)."""
+    groups: list[tuple[set, list[str]]] = []
+    for key in keys:
+        impl = family.impls[key]
+        if impl.backend != "cuda":
+            continue
+        files = {cuda_source_of(family, k) for k in impl.cuda_kernels} - {None}
+        merged = [g for g in groups if g[0] & files]
+        files_all, members = set(files), []
+        for g in merged:
+            files_all |= g[0]
+            members += g[1]
+            groups.remove(g)
+        groups.append((files_all, members + [key]))
+    return [members for _, members in groups]
+
+
+def timed_entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path,
+                      arch: int) -> tuple[float, list[dict]]:
+    """``entries_for`` and the seconds it took (the rule logs its slowest tasks)."""
+    import time
+
+    t0 = time.perf_counter()
+    entries = entries_for(kernel, keys, dtypes, out_dir, arch)
+    return time.perf_counter() - t0, entries
+
+
 def entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, arch: int) -> list[dict]:
     """Index entries of some implementations of one family (one task of the ptx rule's
     process pool; CUDA implementations sharing a .cu file share its compilation)."""

@@ -217,3 +217,29 @@ def test_resource_report_without_nvcc(tmp_path, monkeypatch):
     report = cuda_build.resource_report(tmp_path)
     assert report == [] and "nvcc not found" in report.reason
     assert "nvcc not found" in (tmp_path / "ptxas.txt").read_text()
+
+
+def _cuda_family_names() -> list[str]:
+    from kernellab import registry
+
+    return sorted(n for n, f in registry.families().items() if any(i.backend == "cuda" for i in f.impls.values()))
+
+
+@pytest.mark.parametrize("name", _cuda_family_names())
+def test_ptx_tasks_group_the_cuda_implementations_that_share_a_source(name):
+    from kernellab import ptx, registry
+
+    fam = registry.family(name)
+    cuda = [k for k, i in fam.impls.items() if i.backend == "cuda"]
+    groups = ptx.cuda_groups(fam, list(fam.impls))
+    assert sorted(k for g in groups for k in g) == sorted(cuda)  # each CUDA implementation once
+
+    def sources(key):
+        return {ptx.cuda_source_of(fam, kn) for kn in fam.impls[key].cuda_kernels}
+
+    files = [set().union(*(sources(k) for k in g)) for g in groups]
+    for i, a in enumerate(files):  # a .cu file is compiled by one task only
+        assert all(not (a & b) for b in files[i + 1:])
+    for g in groups:  # and a group holds only implementations tied to another of it by a file
+        if len(g) > 1:
+            assert all(any(sources(k) & sources(o) for o in g if o != k) for k in g)
