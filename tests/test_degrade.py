@@ -133,3 +133,37 @@ def test_one_ncu_session_profiles_every_ladder_of_a_family_at_its_own_shape(tmp_
     sent = list(zip(rows["impl_key"], rows["dtype"], rows["shape"].astype(str), strict=True))
     assert [tuple(step) for step in calls[0]] == sent
     assert list(rows["duration_us"]) == list(range(len(rows)))
+
+
+def test_a_family_whose_sources_fail_is_built_out_of_the_extension(tmp_path, monkeypatch):
+    from kernellab import pipeline
+
+    builds = []
+
+    def report(out_dir, dirs=None):
+        rows = cuda_build.ResourceReport()
+        rows.failures["broken"] = "nvcc exited with 1"
+        return rows
+
+    def build(out_dir, timeout=None, dirs=None, skip=None):
+        builds.append(dict(skip or {}))
+        return {"status": "error" if not skip else "ok", "reason": "", "library": None}
+
+    monkeypatch.setattr(cuda_build, "resource_report", report)
+    monkeypatch.setattr(cuda_build, "build_extension", build)
+    info = pipeline.build_cuda(str(tmp_path / "build.json"), str(tmp_path / "resources.csv"))
+    # built from every family while the sources were checked, then again without the broken one
+    assert builds == [{}, {"broken": "nvcc exited with 1"}]
+    assert info["status"] == "ok"
+    assert (tmp_path / "build.json").exists() and (tmp_path / "resources.csv").exists()
+
+
+def test_the_extension_is_built_once_when_every_family_compiles(tmp_path, monkeypatch):
+    from kernellab import pipeline
+
+    builds = []
+    monkeypatch.setattr(cuda_build, "resource_report", lambda out_dir, dirs=None: cuda_build.ResourceReport())
+    monkeypatch.setattr(cuda_build, "build_extension",
+                        lambda out_dir, timeout=None, dirs=None, skip=None: builds.append(skip) or {"status": "ok"})
+    pipeline.build_cuda(str(tmp_path / "build.json"), str(tmp_path / "resources.csv"))
+    assert builds == [None]
