@@ -77,19 +77,28 @@ def transient_cut(samples, max_fraction: float = 0.5, margin: float = 0.10) -> i
     """How many leading samples belong to a start-up transient and are left out.
 
     The truncation point of MSER (White, 1997: the cut that minimises the squared deviations
-    of what is kept over its count squared), searched over the first ``max_fraction`` of the
-    samples, and kept only when every sample it drops is slower than the median of the rest by
-    more than ``margin``. A series without a clear slow start keeps every sample; so does one
+    of what is kept over its count squared), searched over the leading run of samples slower
+    than the whole series' median by more than ``margin`` (at most ``max_fraction`` of the
+    samples), and kept only when every sample it drops is slower than the median of the rest
+    by more than ``margin``. A series without a clear slow start keeps every sample; so does one
     that starts fast (leaving out fast samples would flatter the kernel). Seen on an H100: ten
     samples at 1.3-3.5 ms, then ten at 0.40 ms, whose median was 0.85 ms."""
     x = np.asarray(samples, dtype=np.float64)
     n = x.size
     if n < 4 or not np.isfinite(x).all():
         return 0
+    # only the leading run of slow samples may go: a slow burst later in the series (another
+    # process on the machine) would otherwise draw MSER's cut past it, and the check below
+    # would then refuse the whole cut
+    slow = x > (1.0 + margin) * float(np.median(x))
+    run = int(np.argmin(slow)) if not slow.all() else n
+    last = min(run, int(n * max_fraction))
+    if last == 0:
+        return 0
     # the kept suffix's sum and sum of squares for every cut d, from the end
     s1 = np.cumsum(x[::-1])[::-1]
     s2 = np.cumsum((x * x)[::-1])[::-1]
-    cuts = np.arange(0, int(n * max_fraction) + 1)
+    cuts = np.arange(0, last + 1)
     kept = n - cuts
     score = (s2[cuts] - s1[cuts] ** 2 / kept) / kept.astype(np.float64) ** 2
     d = int(cuts[np.argmin(score)])

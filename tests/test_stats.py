@@ -85,6 +85,15 @@ def test_transient_cut_leaves_out_a_slow_start():
     assert transient_cut([150.0, 140.0] + [100.0 + 0.1 * (i % 3) for i in range(30)]) == 2
 
 
+def test_transient_cut_survives_a_slow_burst_later_in_the_series():
+    """A CI machine's sleep(1 ms) loop: five 20 ms calls first, then a burst of slow calls
+    hundreds of samples later (another process). Only the leading run goes, burst or not."""
+    steady = [1080.0 + (i % 7) for i in range(800)]
+    for at, slow in ((100, 3000.0), (300, 8000.0)):
+        x = [20_000.0] * 5 + steady[:at] + [slow] * 40 + steady[at:]
+        assert transient_cut(x) == 5
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_transient_cut_keeps_stationary_noise(seed):
     x = np.random.default_rng(seed).normal(100.0, 2.0, size=int(np.random.default_rng(seed).integers(10, 400)))
