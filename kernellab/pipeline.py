@@ -247,7 +247,10 @@ def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
         out_dir = Path(out_index).parent
         out_dir.mkdir(parents=True, exist_ok=True)
         keys = plan.impl_keys(fam)
-        tasks += [(kernel, [k], [d], out_dir) for k in keys if fam.impls[k].backend == "triton"
+        # a Triton implementation without compile specs (a ladder step running one of the
+        # family's configs) has nothing of its own to dump
+        tasks += [(kernel, [k], [d], out_dir) for k in keys
+                  if fam.impls[k].backend == "triton" and fam.impls[k].compile_specs is not None
                   for d in plan.dtypes if fam.impls[k].supports(d)]
         tasks += [(kernel, group, list(plan.dtypes), out_dir) for group in ptxmod.cuda_groups(fam, keys)]
     # CUDA tasks (nvcc, the longest) go to the pool first

@@ -604,11 +604,11 @@ SPEC_ENTRIES = {
 }
 
 
-def make_compile_specs(dtype: str, activation: str = "", entries=None) -> list[CompileSpec]:
+def make_compile_specs(dtype: str, activation: str = "") -> list[CompileSpec]:
     """Specs as the JIT would build them for contiguous row-major A and C at the default
     power-of-two shapes: unit strides specialised to the constant 1, sizes and leading
     strides multiples of 16; B row-major, or K-major for tf32 (what the launcher hands
-    the kernel). ``entries``: configs as written in ``_TILES`` (default SPEC_ENTRIES)."""
+    the kernel), one per SPEC_ENTRIES config of the dtype's kind."""
     ty = triton_type(dtype)
     kind = config_kind(element_size(dtype), "tf32" if dtype == "tf32" else "ieee")
     precision = "ieee" if kind == "ieee" else "tf32"
@@ -618,7 +618,7 @@ def make_compile_specs(dtype: str, activation: str = "", entries=None) -> list[C
                  "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32", b_stride: "i32", "stride_cm": "i32"}
     divisible = ("M", "N", "K", "stride_am", b_stride, "stride_cm")
     specs = []
-    for entry in entries or SPEC_ENTRIES[kind]:
+    for entry in SPEC_ENTRIES[kind]:
         bm, bn, bk, stages, warps = entry[:5]
         variant = entry[5] if len(entry) > 5 else "ptr"
         constexprs = {"stride_ak": 1, "stride_bk" if kmajor else "stride_bn": 1, "stride_cn": 1,
