@@ -56,6 +56,12 @@ inline int max_smem_optin() {
   return cached_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, cache, 48 * 1024);
 }
 
+// Compute capability 9.0 or newer on the current device (clusters, bulk copies, mbarriers).
+inline bool sm90_or_newer() {
+  static std::atomic<int> cache[kMaxDevices];
+  return cached_device_attribute(cudaDevAttrComputeCapabilityMajor, cache, 0) >= 9;
+}
+
 // Status of the launch just made (0 when it went through).
 inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
 
@@ -225,6 +231,21 @@ inline int allow_smem(Kernel kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return kOk;
   return static_cast<int>(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+// Kernel bodies that use sm_90 features (clusters, bulk copies) compile to nothing before
+// sm_90; the host never launches them there (sm90_or_newer).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define KL_SM90_BODY 0
+#else
+#define KL_SM90_BODY 1
+#endif
+
+// exp2 on the special-function unit (ex2.approx: about 2 ulp).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
 // ---- reductions -----------------------------------------------------------------------------

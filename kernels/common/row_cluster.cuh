@@ -7,7 +7,7 @@
 // agree to the bit. Small CTAs (at most 256 threads) keep several rows in flight per SM
 // where one CTA per row would hold a whole SM (QuACK's layout for long rows).
 //
-// Compiled for every architecture; the cluster path exists only from sm_90. Host code asks
+// Compiled for every architecture; the cluster path exists only from sm_90 (KL_SM90_BODY). Host code asks
 // `cluster_rows_supported` and falls back to the family's one-block-per-row kernel elsewhere,
 // for rows whose length is not a multiple of the 16-byte vector, and for rows too long for
 // 8 CTAs.
@@ -50,11 +50,8 @@ inline bool cluster_shape(int64_t units, int vecs, ClusterShape& s) {
 // enough of them, fewer for short rows so that threads are not left idle.
 inline int cluster_vecs(int64_t units) { return units >= 512 ? 4 : units >= 64 ? 2 : 1; }
 
-// Compute capability 9.0 or newer on the current device (thread-block clusters).
-inline bool cluster_rows_supported() {
-  static std::atomic<int> cache[kMaxDevices];
-  return cached_device_attribute(cudaDevAttrComputeCapabilityMajor, cache, 0) >= 9;
-}
+// Thread-block clusters exist from sm_90.
+inline bool cluster_rows_supported() { return sm90_or_newer(); }
 
 // Launch `kernel` with one cluster of s.cluster CTAs per row.
 template <typename Kernel, typename... Args>
@@ -161,21 +158,6 @@ __device__ __forceinline__ void cluster_wait_exit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
-}
-
-// Kernel bodies that use clusters compile to nothing before sm_90 (the host never launches
-// them there).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define KL_CLUSTER_BODY 0
-#else
-#define KL_CLUSTER_BODY 1
-#endif
-
-// exp2 on the special-function unit (ex2.approx: about 2 ulp).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 }  // namespace kl

@@ -211,6 +211,6 @@ FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_triton,
                 triton_kernels=(layer_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("layer_norm", "compiled", "compile", compiled(layer_norm_naive)))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
-for step in ("block", "cluster"):
+for step in ("block", "cluster", "staged"):
     FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"layer_norm_{step}",)))

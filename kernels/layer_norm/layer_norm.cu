@@ -10,9 +10,14 @@
 // layer_norm_cluster (sm_90): the row split across a thread-block cluster, each CTA's slice
 // in registers (row_cluster.cuh); mean, then the centered variance, each one cluster
 // reduction; weight and bias loads issued before the first reduction. One read of x.
+//
+// layer_norm_staged (sm_90): one row per CTA staged in shared memory in its own dtype by bulk
+// copies (row_stage.cuh); mean, centered variance and the write read that copy. Rows that
+// cannot be staged take layer_norm_block.
 #include "common.cuh"
 #include "layer_norm.h"
 #include "row_cluster.cuh"
+#include "row_stage.cuh"
 
 template <typename T, bool VEC, bool CACHED>
 __global__ void __launch_bounds__(1024)
@@ -73,7 +78,7 @@ template <typename T, int V>
 __global__ void __launch_bounds__(kl::kClusterThreads)
     layer_norm_cluster(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                        T* __restrict__ out, int cols, int slice_units, float eps) {
-#if KL_CLUSTER_BODY
+#if KL_SM90_BODY
   constexpr int N = kl::Pack<T>::N;
   __shared__ float scratch[32];
   __shared__ float slots[2];
@@ -100,6 +105,44 @@ __global__ void __launch_bounds__(kl::kClusterThreads)
   }
   slice.store(out + row * cols);
   kl::cluster_wait_exit();
+#endif
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kl::kStageThreads)
+    layer_norm_staged(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                      T* __restrict__ out, int cols, float eps) {
+#if KL_SM90_BODY
+  using P = kl::Pack<T>;
+  constexpr int N = P::N;
+  extern __shared__ __align__(128) uint4 staged[];
+  __shared__ float scratch[32];
+  __shared__ __align__(8) uint64_t bar;
+  const int64_t row = blockIdx.x;
+  const int units = cols / N;
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
+  float s = 0.0f;
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    float f[N];
+    P::unpack(staged[u], f);
+#pragma unroll
+    for (int j = 0; j < N; ++j) s += f[j];
+  }
+  const float mean = kl::block_sum(s, scratch) * inv_cols;
+  float ss = 0.0f;
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    float f[N];
+    P::unpack(staged[u], f);
+#pragma unroll
+    for (int j = 0; j < N; ++j) ss += (f[j] - mean) * (f[j] - mean);
+  }
+  const float rstd = rsqrtf(kl::block_sum(ss, scratch) * inv_cols + eps);
+  const T* const params[2] = {w, b};
+  kl::staged_write<T, 2>(staged, units, params, out + row * cols, [mean, rstd](float(&v)[N], const float(&q)[2][N]) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = (v[j] - mean) * rstd * q[0][j] + q[1][j];
+  });
 #endif
 }
 
@@ -146,6 +189,10 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
       cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_layer_norm_cluster(x, w, b, out, rows, cols, eps, shape, stream);
   }
+  if (variant == kLayerNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
+    return launch_staged_rows(layer_norm_staged<T>, rows, cols * sizeof(T), staged_threads(units), stream, x, w, b,
+                              out, static_cast<int>(cols), eps);
+  }
   const bool cached = row_fits_smem(cols);
   if (vec) {
     return cached ? launch_layer_norm<T, true, true>(x, w, b, out, rows, cols, eps, stream)
@@ -159,7 +206,9 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
 
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
                       float eps, DType dtype, int variant, cudaStream_t stream) {
-  if (variant != kLayerNormBlock && variant != kLayerNormCluster) return kErrUnknownVariant;
+  if (variant != kLayerNormBlock && variant != kLayerNormCluster && variant != kLayerNormStaged) {
+    return kErrUnknownVariant;
+  }
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {

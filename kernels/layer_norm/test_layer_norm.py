@@ -78,17 +78,19 @@ def test_precompile_leaves_nothing_for_the_tuner_to_compile():
     check(fam, got, (x, w, b), out, case.shape, "bf16")
 
 
-ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (7, 8), (300, 33)]
+ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), (7, 8), (300, 33)]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", ROW_SHAPES)
-def test_gpu_cuda_op(kl_ops, dtype, shape):
+@pytest.mark.parametrize("variant", [s.step for s in fam.ladders()["hopper_rows"]])
+def test_gpu_cuda_op(kl_ops, dtype, shape, variant):
+    """Every step of the CUDA ladder, on rows that take its own path and rows that fall back."""
     x = randn_cuda(shape, dtype, 5, scale=2.0, offset=1.5)
     w, b = randn_cuda(shape[-1:], dtype, 6, offset=1.0), randn_cuda(shape[-1:], dtype, 7)
     out = empty_like_nan(x)
-    kl_ops.layer_norm(x, w, b, out, 1e-5, "block")
+    kl_ops.layer_norm(x, w, b, out, 1e-5, variant)
     ref = torch.nn.functional.layer_norm(x.double(), shape[-1:], w.double(), b.double(), 1e-5)
     assert cuda_rel_err(out, ref) < cuda_tol(dtype)
 

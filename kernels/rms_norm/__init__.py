@@ -182,6 +182,6 @@ FAMILY.add(Impl("rms_norm", "triton", "triton", rms_norm_triton,
                 triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("rms_norm", "compiled", "compile", compiled(rms_norm_naive)))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
-for step in ("block", "cluster"):
+for step in ("block", "cluster", "staged"):
     FAMILY.add(Impl("rms_norm", "cuda", "cuda", rms_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"rms_norm_{step}",)))

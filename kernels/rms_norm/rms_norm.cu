@@ -9,9 +9,14 @@
 // rms_norm_cluster (sm_90): the row split across a thread-block cluster, each CTA's slice in
 // registers (row_cluster.cuh); one cluster reduction of the squares, the weight loads issued
 // before it. One read of x.
+//
+// rms_norm_staged (sm_90): one row per CTA staged in shared memory in its own dtype by bulk
+// copies (row_stage.cuh); the sum of squares and the write read that copy. Rows that cannot
+// be staged take rms_norm_block.
 #include "common.cuh"
 #include "rms_norm.h"
 #include "row_cluster.cuh"
+#include "row_stage.cuh"
 
 template <typename T, bool VEC, bool CACHED>
 __global__ void __launch_bounds__(1024)
@@ -54,7 +59,7 @@ template <typename T, int V>
 __global__ void __launch_bounds__(kl::kClusterThreads)
     rms_norm_cluster(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, int cols, int slice_units,
                      float eps) {
-#if KL_CLUSTER_BODY
+#if KL_SM90_BODY
   constexpr int N = kl::Pack<T>::N;
   __shared__ float scratch[32];
   __shared__ float slots[1];
@@ -76,6 +81,34 @@ __global__ void __launch_bounds__(kl::kClusterThreads)
   }
   slice.store(out + row * cols);
   kl::cluster_wait_exit();
+#endif
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kl::kStageThreads)
+    rms_norm_staged(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, int cols, float eps) {
+#if KL_SM90_BODY
+  using P = kl::Pack<T>;
+  constexpr int N = P::N;
+  extern __shared__ __align__(128) uint4 staged[];
+  __shared__ float scratch[32];
+  __shared__ __align__(8) uint64_t bar;
+  const int64_t row = blockIdx.x;
+  const int units = cols / N;
+  kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
+  float ss = 0.0f;
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    float f[N];
+    P::unpack(staged[u], f);
+#pragma unroll
+    for (int j = 0; j < N; ++j) ss += f[j] * f[j];
+  }
+  const float rstd = rsqrtf(kl::block_sum(ss, scratch) / static_cast<float>(cols) + eps);
+  const T* const params[1] = {w};
+  kl::staged_write<T, 1>(staged, units, params, out + row * cols, [rstd](float(&v)[N], const float(&q)[1][N]) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = v[j] * rstd * q[0][j];
+  });
 #endif
 }
 
@@ -120,6 +153,10 @@ int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64
       cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_rms_norm_cluster(x, w, out, rows, cols, eps, shape, stream);
   }
+  if (variant == kRmsNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
+    return launch_staged_rows(rms_norm_staged<T>, rows, cols * sizeof(T), staged_threads(units), stream, x, w, out,
+                              static_cast<int>(cols), eps);
+  }
   const bool cached = row_fits_smem(cols);
   if (vec) {
     return cached ? launch_rms_norm<T, true, true>(x, w, out, rows, cols, eps, stream)
@@ -133,7 +170,7 @@ int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64
 
 int rms_norm_launch(const void* x, const void* w, void* out, int64_t rows, int64_t cols, float eps,
                     DType dtype, int variant, cudaStream_t stream) {
-  if (variant != kRmsNormBlock && variant != kRmsNormCluster) return kErrUnknownVariant;
+  if (variant != kRmsNormBlock && variant != kRmsNormCluster && variant != kRmsNormStaged) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {

@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kRowSumThreads)
 template <typename T, int V>
 __global__ void __launch_bounds__(kl::kClusterThreads)
     row_sum_cluster(const T* __restrict__ x, float* __restrict__ out, int cols, int slice_units) {
-#if KL_CLUSTER_BODY
+#if KL_SM90_BODY
   __shared__ float scratch[32];
   __shared__ float slots[1];
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();

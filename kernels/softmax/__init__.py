@@ -215,7 +215,7 @@ FAMILY = register_family(
 FAMILY.add(Impl("softmax", "torch_fused", "torch", softmax_fused))
 FAMILY.add(Impl("softmax", "compiled", "compile", compiled(softmax_naive)))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
-for step in ("block", "cluster"):
+for step in ("block", "cluster", "staged"):
     FAMILY.add(Impl("softmax", "cuda", "cuda", cuda_op("softmax", step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"softmax_{step}",)))
 

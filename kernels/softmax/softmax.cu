@@ -13,8 +13,13 @@
 // sum, scaled write. One read and one write per element, several rows in flight per SM.
 // Other rows (not a multiple of the vector, too long for 8 CTAs, before sm_90) take
 // softmax_block.
+//
+// softmax_staged (sm_90): one row per CTA staged in shared memory in its own dtype by bulk
+// copies (row_stage.cuh); max, sum of exp2 and the scaled write read that copy (exp2 twice
+// per element, no registers per element). Rows that cannot be staged take softmax_block.
 #include "common.cuh"
 #include "row_cluster.cuh"
+#include "row_stage.cuh"
 #include "softmax.h"
 
 template <typename T, bool VEC, bool CACHED>
@@ -75,7 +80,7 @@ __global__ void __launch_bounds__(1024) softmax_block(const T* __restrict__ x, T
 template <typename T, int V>
 __global__ void __launch_bounds__(kl::kClusterThreads)
     softmax_cluster(const T* __restrict__ x, T* __restrict__ out, int cols, int slice_units) {
-#if KL_CLUSTER_BODY
+#if KL_SM90_BODY
   constexpr float kLog2e = 1.4426950408889634f;
   __shared__ float scratch[32];
   __shared__ float slots[2];
@@ -108,6 +113,46 @@ __global__ void __launch_bounds__(kl::kClusterThreads)
   }
   slice.store(out + row * cols);
   kl::cluster_wait_exit();
+#endif
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kl::kStageThreads)
+    softmax_staged(const T* __restrict__ x, T* __restrict__ out, int cols) {
+#if KL_SM90_BODY
+  using P = kl::Pack<T>;
+  constexpr int N = P::N;
+  constexpr float kLog2e = 1.4426950408889634f;
+  extern __shared__ __align__(128) uint4 staged[];
+  __shared__ float scratch[32];
+  __shared__ __align__(8) uint64_t bar;
+  const int64_t row = blockIdx.x;
+  const int units = cols / N;
+  kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
+  float m = -INFINITY;
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    float f[N];
+    P::unpack(staged[u], f);
+#pragma unroll
+    for (int j = 0; j < N; ++j) m = fmaxf(m, f[j]);
+  }
+  const float shift = kl::block_max(m, scratch) * kLog2e;
+  float s = 0.0f;
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    float f[N];
+    P::unpack(staged[u], f);
+#pragma unroll
+    for (int j = 0; j < N; ++j) s += kl::fast_exp2(fmaf(f[j], kLog2e, -shift));
+  }
+  const float inv = 1.0f / kl::block_sum(s, scratch);
+  T* yr = out + row * cols;
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    float f[N];
+    P::unpack(staged[u], f);
+#pragma unroll
+    for (int j = 0; j < N; ++j) f[j] = kl::fast_exp2(fmaf(f[j], kLog2e, -shift)) * inv;
+    kl::store16(yr, u, P::pack(f));
+  }
 #endif
 }
 
@@ -149,6 +194,10 @@ int run_softmax(const void* xv, void* outv, int64_t rows, int64_t cols, int vari
   if (variant == kSoftmaxCluster && vec && cluster_rows_supported() && cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_softmax_cluster(x, out, rows, cols, shape, stream);
   }
+  if (variant == kSoftmaxStaged && staged_rows_fit(cols * sizeof(T), vec)) {
+    return launch_staged_rows(softmax_staged<T>, rows, cols * sizeof(T), staged_threads(units), stream, x, out,
+                              static_cast<int>(cols));
+  }
   const bool cached = row_fits_smem(cols);
   if (vec) {
     return cached ? launch_softmax<T, true, true>(x, out, rows, cols, stream)
@@ -162,7 +211,7 @@ int run_softmax(const void* xv, void* outv, int64_t rows, int64_t cols, int vari
 
 int softmax_launch(const void* x, void* out, int64_t rows, int64_t cols, DType dtype, int variant,
                    cudaStream_t stream) {
-  if (variant != kSoftmaxBlock && variant != kSoftmaxCluster) return kErrUnknownVariant;
+  if (variant != kSoftmaxBlock && variant != kSoftmaxCluster && variant != kSoftmaxStaged) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {

@@ -6,8 +6,8 @@
 
 namespace kl {
 
-enum SoftmaxVariant : int { kSoftmaxBlock = 0, kSoftmaxCluster = 1 };
-inline constexpr const char* kSoftmaxVariants[] = {"block", "cluster"};
+enum SoftmaxVariant : int { kSoftmaxBlock = 0, kSoftmaxCluster = 1, kSoftmaxStaged = 2 };
+inline constexpr const char* kSoftmaxVariants[] = {"block", "cluster", "staged"};
 
 // Row-wise softmax of a (rows, cols) row-major matrix.
 int softmax_launch(const void* x, void* out, int64_t rows, int64_t cols, DType dtype, int variant,

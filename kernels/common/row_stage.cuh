@@ -1,0 +1,124 @@
+// Row kernels on Hopper: one row per CTA, staged in shared memory in its own dtype by bulk
+// copies (the TMA engine's 1-D cp.async.bulk), completion counted on an mbarrier.
+//
+// Why: a row held in registers costs registers per element, so at 32768 columns one CTA of
+// 1024 threads fills an SM and its load, reduce and store phases run one after another. A
+// row staged in shared memory costs no registers and no load instructions: at 4096 x 32768
+// bf16 (64 KiB a row) three CTAs of 256 threads share an SM, one loading while the others
+// reduce or write, and the reductions read shared memory, not DRAM, as often as they like.
+//
+// Needs sm_90, a row of a multiple of 16 bytes, 16-byte aligned rows, and a row that fits the
+// opt-in shared memory; host code asks `staged_rows_fit` and falls back to the family's
+// one-block-per-row kernel otherwise.
+#pragma once
+
+#include "common.cuh"
+
+namespace kl {
+
+constexpr int kStageThreads = 256;            // most threads of one CTA
+constexpr uint32_t kStageChunk = 16u * 1024;  // bytes per bulk copy
+
+// Threads for a staged row of `units` 16-byte vectors: about four per thread, at most 256 so
+// that several rows share an SM.
+inline int staged_threads(int64_t units) {
+  int64_t t = (cdiv(units, 4) + 31) / 32 * 32;
+  return static_cast<int>(t < 32 ? 32 : t > kStageThreads ? kStageThreads : t);
+}
+
+// Static shared memory of a staged kernel besides the row (reduction scratch, mbarrier), with room
+// to spare.
+constexpr size_t kStageStaticBytes = 2048;
+
+// Whether rows of `row_bytes` bytes can be staged on this device; `rows_aligned`: every row
+// starts 16-byte aligned (base pointer aligned and row_bytes a multiple of 16).
+inline bool staged_rows_fit(int64_t row_bytes, bool rows_aligned) {
+  return rows_aligned && row_bytes % 16 == 0 && sm90_or_newer() &&
+         row_bytes + static_cast<int64_t>(kStageStaticBytes) <= max_smem_optin();
+}
+
+// Launch `kernel` with one CTA per row and `row_bytes` of dynamic shared memory, the
+// shared-memory carveout at its maximum so that as many rows as fit share an SM.
+template <typename Kernel, typename... Args>
+int launch_staged_rows(Kernel kernel, int64_t rows, int64_t row_bytes, int threads, cudaStream_t stream,
+                       Args... args) {
+  if (rows > INT_MAX) return kErrBadSize;
+  const size_t smem = static_cast<size_t>(row_bytes);
+  int status = allow_smem(kernel, smem);
+  if (status != kOk) return status;
+  status = static_cast<int>(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  if (status != kOk) return status;
+  kernel<<<static_cast<unsigned>(rows), threads, smem, stream>>>(args...);
+  return launch_status();
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Copy `bytes` (a multiple of 16) from global `src` to shared `dst`, both 16-byte aligned: thread
+// 0 arms the single-use mbarrier `bar` and issues the bulk copies, then every thread of the CTA
+// waits for them. Call once per CTA, by all its threads.
+__device__ __forceinline__ void stage_row(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uint32_t b = smem_addr(bar);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
+    const uint32_t d = smem_addr(dst);
+    const char* s = static_cast<const char*>(src);
+    for (uint32_t off = 0; off < bytes; off += kStageChunk) {
+      const uint32_t n = bytes - off < kStageChunk ? bytes - off : kStageChunk;
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(d + off),
+          "l"(s + off), "r"(n), "r"(b)
+          : "memory");
+    }
+  }
+  __syncthreads();  // no thread polls the barrier before it is initialised
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "STAGE_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+      "@!done bra STAGE_WAIT;\n"
+      "}\n" ::"r"(b)
+      : "memory");
+#endif
+}
+
+// The write pass of a staged row with P per-column parameters (weight, bias): for each vector u
+// of the row, op(x, q) turns the staged values x and the parameters q[p] = params[p][u] into
+// the output, stored to out. Four vectors per thread per step, their parameter loads (L2
+// hits) all issued first: one at a time, each load's latency stalled its vector.
+template <typename T, int P, typename Op>
+__device__ __forceinline__ void staged_write(const uint4* staged, int units, const T* const (&params)[P],
+                                             T* __restrict__ out, Op op) {
+  constexpr int N = Pack<T>::N;
+  constexpr int K = 4;
+  for (int u0 = threadIdx.x; u0 < units; u0 += K * blockDim.x) {
+    uint4 raw[K][P];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int u = u0 + k * static_cast<int>(blockDim.x);
+#pragma unroll
+      for (int p = 0; p < P; ++p) raw[k][p] = u < units ? load16(params[p], u) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int u = u0 + k * static_cast<int>(blockDim.x);
+      if (u < units) {
+        float x[N], q[P][N];
+        Pack<T>::unpack(staged[u], x);
+#pragma unroll
+        for (int p = 0; p < P; ++p) Pack<T>::unpack(raw[k][p], q[p]);
+        op(x, q);
+        store16(out, u, Pack<T>::pack(x));
+      }
+    }
+  }
+}
+
+}  // namespace kl
