@@ -446,13 +446,20 @@ def sass(cubin_path: str | os.PathLike) -> str:
 
 
 def ptx_and_sass(source_file: str | os.PathLike, arch: int = DEFAULT_ARCH) -> tuple[str, str | None]:
-    """PTX of a .cu file and SASS of its cubin (None when cuobjdump is missing)."""
-    text = ptx(source_file, arch)
+    """PTX of a .cu file and SASS of its cubin (None when cuobjdump is missing), from one nvcc
+    call: ``-keep`` leaves the PTX that ptxas assembled (the front end runs once, not twice)."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ToolNotFound(NVCC_MISSING)
+    source = Path(source_file).resolve()
     with tempfile.TemporaryDirectory() as tmp:
-        results = compile_cubins(tmp, arch, jobs=1, files=[Path(source_file)])
-        rc, output, cubin = next(iter(results.values()))
-        if rc != 0:
-            raise RuntimeError(f"nvcc -cubin {Path(source_file).name} failed:\n{output.strip()}")
+        keep, cubin = Path(tmp) / "keep", Path(tmp) / "out.cubin"
+        keep.mkdir()
+        proc = subprocess.run([nvcc, *standalone_flags(arch, source), "-cubin", "-keep", "-keep-dir", str(keep),
+                               "-o", str(cubin), str(source)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc -cubin {source.name} failed:\n{(proc.stdout + proc.stderr).strip()}")
+        text = (keep / f"{source.stem}.ptx").read_text()
         try:
             return text, sass(cubin)
         except ToolNotFound:
