@@ -89,23 +89,33 @@ __device__ __forceinline__ void stage_row(void* dst, const void* src, uint32_t b
 #endif
 }
 
-// The write pass of a staged row with P per-column parameters (weight, bias): for each vector u
-// of the row, op(x, q) turns the staged values x and the parameters q[p] = params[p][u] into
-// the output, stored to out. Four vectors per thread per step, their parameter loads (L2
-// hits) all issued first: one at a time, each load's latency stalled its vector.
-template <typename T, int P, typename Op>
-__device__ __forceinline__ void staged_write(const uint4* staged, int units, const T* const (&params)[P],
-                                             T* __restrict__ out, Op op) {
-  constexpr int N = Pack<T>::N;
-  constexpr int K = 4;
-  for (int u0 = threadIdx.x; u0 < units; u0 += K * blockDim.x) {
-    uint4 raw[K][P];
+// The per-column parameters (weight, bias) of K vectors per thread, from vector u0 on with a
+// stride of blockDim.x: the loads of one step of a staged row's write pass (L2 hits).
+template <typename T, int P, int K = 4>
+struct ParamStep {
+  uint4 raw[K][P];
+
+  __device__ __forceinline__ void load(const T* const (&params)[P], int u0, int units) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int u = u0 + k * static_cast<int>(blockDim.x);
 #pragma unroll
       for (int p = 0; p < P; ++p) raw[k][p] = u < units ? load16(params[p], u) : make_uint4(0, 0, 0, 0);
     }
+  }
+};
+
+// The write pass of a staged row with P per-column parameters: for each vector u of the row,
+// op(x, q) turns the staged values x and the parameters q[p] = params[p][u] into the output,
+// stored to out. K vectors per thread per step, their parameter loads all issued first (one at
+// a time, each load's latency stalled its vector). `step` arrives holding the first step's
+// loads, issued by the caller: just before, or before the statistics to hide their latency.
+template <typename T, int P, int K, typename Op>
+__device__ __forceinline__ void staged_write(const uint4* staged, int units, const T* const (&params)[P],
+                                             T* __restrict__ out, ParamStep<T, P, K>& step, Op op) {
+  constexpr int N = Pack<T>::N;
+  for (int u0 = threadIdx.x; u0 < units; u0 += K * blockDim.x) {
+    if (u0 != static_cast<int>(threadIdx.x)) step.load(params, u0, units);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int u = u0 + k * static_cast<int>(blockDim.x);
@@ -113,7 +123,7 @@ __device__ __forceinline__ void staged_write(const uint4* staged, int units, con
         float x[N], q[P][N];
         Pack<T>::unpack(staged[u], x);
 #pragma unroll
-        for (int p = 0; p < P; ++p) Pack<T>::unpack(raw[k][p], q[p]);
+        for (int p = 0; p < P; ++p) Pack<T>::unpack(step.raw[k][p], q[p]);
         op(x, q);
         store16(out, u, Pack<T>::pack(x));
       }

@@ -210,7 +210,8 @@ FAMILY.add(Impl("layer_norm", "torch_fused", "torch", layer_norm_fused))
 FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_triton,
                 triton_kernels=(layer_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("layer_norm", "compiled", "compile", compiled(layer_norm_naive)))
-# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
-for step in ("block", "cluster", "staged"):
+# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml); prefetch is the staged kernel's
+# other instantiation.
+for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged")):
     FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
-                    cuda_kernels=(f"layer_norm_{step}",)))
+                    cuda_kernels=(f"layer_norm_{kernel}",)))

@@ -12,8 +12,10 @@
 // reduction; weight and bias loads issued before the first reduction. One read of x.
 //
 // layer_norm_staged (sm_90): one row per CTA staged in shared memory in its own dtype by bulk
-// copies (row_stage.cuh); mean, centered variance and the write read that copy. Rows that
-// cannot be staged take layer_norm_block.
+// copies (row_stage.cuh); mean, centered variance and the write read that copy. PREFETCH (the
+// prefetch step): the write pass's first weight and bias loads are issued before the row has
+// arrived, so that their latency passes during the statistics. Rows that cannot be staged take
+// layer_norm_block.
 #include "common.cuh"
 #include "layer_norm.h"
 #include "row_cluster.cuh"
@@ -108,7 +110,7 @@ __global__ void __launch_bounds__(kl::kClusterThreads)
 #endif
 }
 
-template <typename T>
+template <typename T, bool PREFETCH>
 __global__ void __launch_bounds__(kl::kStageThreads)
     layer_norm_staged(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                       T* __restrict__ out, int cols, float eps) {
@@ -121,6 +123,9 @@ __global__ void __launch_bounds__(kl::kStageThreads)
   const int64_t row = blockIdx.x;
   const int units = cols / N;
   const float inv_cols = 1.0f / static_cast<float>(cols);
+  const T* const params[2] = {w, b};
+  kl::ParamStep<T, 2> step;
+  if constexpr (PREFETCH) step.load(params, threadIdx.x, units);
   kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
   float s = 0.0f;
   for (int u = threadIdx.x; u < units; u += blockDim.x) {
@@ -138,8 +143,8 @@ __global__ void __launch_bounds__(kl::kStageThreads)
     for (int j = 0; j < N; ++j) ss += (f[j] - mean) * (f[j] - mean);
   }
   const float rstd = rsqrtf(kl::block_sum(ss, scratch) * inv_cols + eps);
-  const T* const params[2] = {w, b};
-  kl::staged_write<T, 2>(staged, units, params, out + row * cols, [mean, rstd](float(&v)[N], const float(&q)[2][N]) {
+  if constexpr (!PREFETCH) step.load(params, threadIdx.x, units);
+  kl::staged_write(staged, units, params, out + row * cols, step, [mean, rstd](float(&v)[N], const float(&q)[2][N]) {
 #pragma unroll
     for (int j = 0; j < N; ++j) v[j] = (v[j] - mean) * rstd * q[0][j] + q[1][j];
   });
@@ -189,9 +194,10 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
       cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_layer_norm_cluster(x, w, b, out, rows, cols, eps, shape, stream);
   }
-  if (variant == kLayerNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
-    return launch_staged_rows(layer_norm_staged<T>, rows, cols * sizeof(T), staged_threads(units), stream, x, w, b,
-                              out, static_cast<int>(cols), eps);
+  if ((variant == kLayerNormStaged || variant == kLayerNormPrefetch) && staged_rows_fit(cols * sizeof(T), vec)) {
+    auto kernel = variant == kLayerNormPrefetch ? layer_norm_staged<T, true> : layer_norm_staged<T, false>;
+    return launch_staged_rows(kernel, rows, cols * sizeof(T), staged_threads(units), stream, x, w, b, out,
+                              static_cast<int>(cols), eps);
   }
   const bool cached = row_fits_smem(cols);
   if (vec) {
@@ -206,9 +212,7 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
 
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
                       float eps, DType dtype, int variant, cudaStream_t stream) {
-  if (variant != kLayerNormBlock && variant != kLayerNormCluster && variant != kLayerNormStaged) {
-    return kErrUnknownVariant;
-  }
+  if (variant < kLayerNormBlock || variant > kLayerNormPrefetch) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {

@@ -181,7 +181,8 @@ FAMILY.add(Impl("rms_norm", "torch_fused", "torch", rms_norm_fused))
 FAMILY.add(Impl("rms_norm", "triton", "triton", rms_norm_triton,
                 triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("rms_norm", "compiled", "compile", compiled(rms_norm_naive)))
-# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
-for step in ("block", "cluster", "staged"):
+# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml); prefetch is the staged kernel's
+# other instantiation.
+for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged")):
     FAMILY.add(Impl("rms_norm", "cuda", "cuda", rms_norm_cuda(step), step=step, ladder="hopper_rows",
-                    cuda_kernels=(f"rms_norm_{step}",)))
+                    cuda_kernels=(f"rms_norm_{kernel}",)))

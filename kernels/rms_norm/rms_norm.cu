@@ -11,8 +11,9 @@
 // before it. One read of x.
 //
 // rms_norm_staged (sm_90): one row per CTA staged in shared memory in its own dtype by bulk
-// copies (row_stage.cuh); the sum of squares and the write read that copy. Rows that cannot
-// be staged take rms_norm_block.
+// copies (row_stage.cuh); the sum of squares and the write read that copy. PREFETCH (the
+// prefetch step): the write pass's first weight loads are issued before the row has arrived.
+// Rows that cannot be staged take rms_norm_block.
 #include "common.cuh"
 #include "rms_norm.h"
 #include "row_cluster.cuh"
@@ -84,7 +85,7 @@ __global__ void __launch_bounds__(kl::kClusterThreads)
 #endif
 }
 
-template <typename T>
+template <typename T, bool PREFETCH>
 __global__ void __launch_bounds__(kl::kStageThreads)
     rms_norm_staged(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, int cols, float eps) {
 #if KL_SM90_BODY
@@ -95,6 +96,9 @@ __global__ void __launch_bounds__(kl::kStageThreads)
   __shared__ __align__(8) uint64_t bar;
   const int64_t row = blockIdx.x;
   const int units = cols / N;
+  const T* const params[1] = {w};
+  kl::ParamStep<T, 1> step;
+  if constexpr (PREFETCH) step.load(params, threadIdx.x, units);
   kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
   float ss = 0.0f;
   for (int u = threadIdx.x; u < units; u += blockDim.x) {
@@ -104,8 +108,8 @@ __global__ void __launch_bounds__(kl::kStageThreads)
     for (int j = 0; j < N; ++j) ss += f[j] * f[j];
   }
   const float rstd = rsqrtf(kl::block_sum(ss, scratch) / static_cast<float>(cols) + eps);
-  const T* const params[1] = {w};
-  kl::staged_write<T, 1>(staged, units, params, out + row * cols, [rstd](float(&v)[N], const float(&q)[1][N]) {
+  if constexpr (!PREFETCH) step.load(params, threadIdx.x, units);
+  kl::staged_write(staged, units, params, out + row * cols, step, [rstd](float(&v)[N], const float(&q)[1][N]) {
 #pragma unroll
     for (int j = 0; j < N; ++j) v[j] = v[j] * rstd * q[0][j];
   });
@@ -153,8 +157,9 @@ int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64
       cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_rms_norm_cluster(x, w, out, rows, cols, eps, shape, stream);
   }
-  if (variant == kRmsNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
-    return launch_staged_rows(rms_norm_staged<T>, rows, cols * sizeof(T), staged_threads(units), stream, x, w, out,
+  if ((variant == kRmsNormStaged || variant == kRmsNormPrefetch) && staged_rows_fit(cols * sizeof(T), vec)) {
+    auto kernel = variant == kRmsNormPrefetch ? rms_norm_staged<T, true> : rms_norm_staged<T, false>;
+    return launch_staged_rows(kernel, rows, cols * sizeof(T), staged_threads(units), stream, x, w, out,
                               static_cast<int>(cols), eps);
   }
   const bool cached = row_fits_smem(cols);
@@ -170,7 +175,7 @@ int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64
 
 int rms_norm_launch(const void* x, const void* w, void* out, int64_t rows, int64_t cols, float eps,
                     DType dtype, int variant, cudaStream_t stream) {
-  if (variant != kRmsNormBlock && variant != kRmsNormCluster && variant != kRmsNormStaged) return kErrUnknownVariant;
+  if (variant < kRmsNormBlock || variant > kRmsNormPrefetch) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {
