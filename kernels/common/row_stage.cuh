@@ -89,6 +89,21 @@ __device__ __forceinline__ void stage_row(void* dst, const void* src, uint32_t b
 #endif
 }
 
+// This thread's fold of a staged row's values, vector by vector in the order of its vectors
+// (threadIdx.x, threadIdx.x + blockDim.x, ...): acc = op(acc, value) from `init`.
+template <typename T, typename Op>
+__device__ __forceinline__ float staged_fold(const uint4* staged, int units, float init, Op op) {
+  constexpr int N = Pack<T>::N;
+  float acc = init;
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    float v[N];
+    Pack<T>::unpack(staged[u], v);
+#pragma unroll
+    for (int j = 0; j < N; ++j) acc = op(acc, v[j]);
+  }
+  return acc;
+}
+
 // The per-column parameters (weight, bias) of K vectors per thread, from vector u0 on with a
 // stride of blockDim.x: the loads of one step of a staged row's write pass (L2 hits).
 template <typename T, int P, int K = 4>

@@ -127,21 +127,11 @@ __global__ void __launch_bounds__(kl::kStageThreads)
   kl::ParamStep<T, 2> step;
   if constexpr (PREFETCH) step.load(params, threadIdx.x, units);
   kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
-  float s = 0.0f;
-  for (int u = threadIdx.x; u < units; u += blockDim.x) {
-    float f[N];
-    P::unpack(staged[u], f);
-#pragma unroll
-    for (int j = 0; j < N; ++j) s += f[j];
-  }
+  const float s = kl::staged_fold<T>(staged, units, 0.0f, [](float a, float v) { return a + v; });
   const float mean = kl::block_sum(s, scratch) * inv_cols;
-  float ss = 0.0f;
-  for (int u = threadIdx.x; u < units; u += blockDim.x) {
-    float f[N];
-    P::unpack(staged[u], f);
-#pragma unroll
-    for (int j = 0; j < N; ++j) ss += (f[j] - mean) * (f[j] - mean);
-  }
+  const float ss = kl::staged_fold<T>(staged, units, 0.0f, [mean](float a, float v) {
+    return a + (v - mean) * (v - mean);
+  });
   const float rstd = rsqrtf(kl::block_sum(ss, scratch) * inv_cols + eps);
   if constexpr (!PREFETCH) step.load(params, threadIdx.x, units);
   kl::staged_write(staged, units, params, out + row * cols, step, [mean, rstd](float(&v)[N], const float(&q)[2][N]) {

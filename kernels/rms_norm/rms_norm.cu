@@ -100,13 +100,7 @@ __global__ void __launch_bounds__(kl::kStageThreads)
   kl::ParamStep<T, 1> step;
   if constexpr (PREFETCH) step.load(params, threadIdx.x, units);
   kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
-  float ss = 0.0f;
-  for (int u = threadIdx.x; u < units; u += blockDim.x) {
-    float f[N];
-    P::unpack(staged[u], f);
-#pragma unroll
-    for (int j = 0; j < N; ++j) ss += f[j] * f[j];
-  }
+  const float ss = kl::staged_fold<T>(staged, units, 0.0f, [](float a, float v) { return a + v * v; });
   const float rstd = rsqrtf(kl::block_sum(ss, scratch) / static_cast<float>(cols) + eps);
   if constexpr (!PREFETCH) step.load(params, threadIdx.x, units);
   kl::staged_write(staged, units, params, out + row * cols, step, [rstd](float(&v)[N], const float(&q)[1][N]) {

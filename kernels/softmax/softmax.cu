@@ -129,21 +129,11 @@ __global__ void __launch_bounds__(kl::kStageThreads)
   const int64_t row = blockIdx.x;
   const int units = cols / N;
   kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
-  float m = -INFINITY;
-  for (int u = threadIdx.x; u < units; u += blockDim.x) {
-    float f[N];
-    P::unpack(staged[u], f);
-#pragma unroll
-    for (int j = 0; j < N; ++j) m = fmaxf(m, f[j]);
-  }
+  const float m = kl::staged_fold<T>(staged, units, -INFINITY, [](float a, float v) { return fmaxf(a, v); });
   const float shift = kl::block_max(m, scratch) * kLog2e;
-  float s = 0.0f;
-  for (int u = threadIdx.x; u < units; u += blockDim.x) {
-    float f[N];
-    P::unpack(staged[u], f);
-#pragma unroll
-    for (int j = 0; j < N; ++j) s += kl::fast_exp2(fmaf(f[j], kLog2e, -shift));
-  }
+  const float s = kl::staged_fold<T>(staged, units, 0.0f, [shift](float a, float v) {
+    return a + kl::fast_exp2(fmaf(v, kLog2e, -shift));
+  });
   const float inv = 1.0f / kl::block_sum(s, scratch);
   T* yr = out + row * cols;
   for (int u = threadIdx.x; u < units; u += blockDim.x) {
