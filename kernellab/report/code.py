@@ -14,26 +14,26 @@ from kernellab.report.views import Excerpt, PtxView
 
 PTX_LINES = 40
 PTX_MAX_BYTES = 4 << 20
+# (label, texts a matching line must hold, pattern): most lines of a listing hold none of the
+# texts, and a substring test skips them before the regex searches (which were most of a
+# report's rendering time)
 HIGHLIGHT = [
-    ("ld.global.v4", re.compile(r"\bld\.global(\.\w+)*\.v4\b")),
-    ("ld.global.v2", re.compile(r"\bld\.global(\.\w+)*\.v2\b")),
-    ("st.global.v4", re.compile(r"\bst\.global(\.\w+)*\.v4\b")),
-    ("wgmma", re.compile(r"\bwgmma\b")),
-    ("mma", re.compile(r"(?<![\w.])mma\.")),
-    ("tanh.approx", re.compile(r"\btanh\.approx\b")),
-    ("ld.local", re.compile(r"\bld\.local\b")),
-    ("st.local", re.compile(r"\bst\.local\b")),
-    ("LDG.128", re.compile(r"\bLDG\.E(\.\w+)*\.128\b")),
-    ("STG.128", re.compile(r"\bSTG\.E(\.\w+)*\.128\b")),
-    ("HGMMA", re.compile(r"\bHGMMA\b")),
-    ("HMMA", re.compile(r"\bHMMA\b")),
-    ("MUFU.TANH", re.compile(r"\bMUFU\.TANH\b")),
-    ("LDL/STL (local memory)", re.compile(r"\b(LDL|STL)(\.\w+)*\b")),
+    ("ld.global.v4", ("ld.global",), re.compile(r"\bld\.global(\.\w+)*\.v4\b")),
+    ("ld.global.v2", ("ld.global",), re.compile(r"\bld\.global(\.\w+)*\.v2\b")),
+    ("st.global.v4", ("st.global",), re.compile(r"\bst\.global(\.\w+)*\.v4\b")),
+    ("wgmma", ("wgmma",), re.compile(r"\bwgmma\b")),
+    ("mma", ("mma.",), re.compile(r"(?<![\w.])mma\.")),
+    ("tanh.approx", ("tanh.approx",), re.compile(r"\btanh\.approx\b")),
+    ("ld.local", ("ld.local",), re.compile(r"\bld\.local\b")),
+    ("st.local", ("st.local",), re.compile(r"\bst\.local\b")),
+    ("LDG.128", ("LDG",), re.compile(r"\bLDG\.E(\.\w+)*\.128\b")),
+    ("STG.128", ("STG",), re.compile(r"\bSTG\.E(\.\w+)*\.128\b")),
+    ("HGMMA", ("HGMMA",), re.compile(r"\bHGMMA\b")),
+    ("HMMA", ("HMMA",), re.compile(r"\bHMMA\b")),
+    ("MUFU.TANH", ("MUFU.TANH",), re.compile(r"\bMUFU\.TANH\b")),
+    ("LDL/STL (local memory)", ("LDL", "STL"), re.compile(r"\b(LDL|STL)(\.\w+)*\b")),
 ]
-# a text one of the patterns above needs: most lines of a listing hold none, and a substring
-# test skips them before the regex searches (which were most of a report's rendering time)
-_NEEDED = ("ld.global", "st.global", "mma", "tanh.approx", "ld.local", "st.local", "LDG", "STG", "MMA",
-           "MUFU.TANH", "LDL", "STL")
+_NEEDED = tuple({t for _, texts, _ in HIGHLIGHT for t in texts})
 
 
 def _safe_file(res: Results, entry: dict, rel: str) -> Path | None:
@@ -55,9 +55,9 @@ def excerpt_lines(text: str, limit: int = PTX_LINES) -> tuple[list[dict], dict[s
     hits: list[int] = []
     for i, ln in enumerate(lines):
         matched = False
-        if not any(text in ln for text in _NEEDED):
+        if not any(t in ln for t in _NEEDED):
             continue
-        for label, rx in HIGHLIGHT:
+        for label, _, rx in HIGHLIGHT:
             if rx.search(ln):
                 counts[label] = counts.get(label, 0) + 1
                 matched = True
