@@ -31,9 +31,23 @@ def logged(log_path: str | None):
     try:
         with _to_log(log_path):
             yield
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        # Ctrl-C inside a C extension's import surfaces as ImportError("initialization failed")
+        # raised from the KeyboardInterrupt: an interruption too
+        if not _caused_by_interrupt(exc):
+            raise
         print(INTERRUPTED, file=sys.__stderr__, flush=True)
         raise SystemExit(130) from None
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 @contextlib.contextmanager

@@ -70,6 +70,23 @@ def test_ctrl_c_in_a_job_ends_with_one_line(tmp_path, capfd):
     assert err.strip() == pipeline.INTERRUPTED and "Traceback" not in err
 
 
+def test_ctrl_c_during_a_c_extension_import_ends_with_one_line(tmp_path, capfd):
+    """A C extension's init interrupted by Ctrl-C raises ImportError from the KeyboardInterrupt
+    (seen in CI: triton._C.libtriton); that is an interruption too, and other errors are not."""
+    with pytest.raises(SystemExit) as stop:
+        with pipeline.logged(str(tmp_path / "job.log")):
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as cause:
+                raise ImportError("initialization failed") from cause
+    assert stop.value.code == 130
+    err = capfd.readouterr().err
+    assert err.strip() == pipeline.INTERRUPTED and "Traceback" not in err
+    with pytest.raises(ImportError, match="initialization failed"):
+        with pipeline.logged(str(tmp_path / "job.log")):
+            raise ImportError("initialization failed")
+
+
 def test_result_files_are_written_0644_under_umask_022(tmp_path):
     old = os.umask(0o022)
     try:
