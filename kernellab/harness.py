@@ -259,19 +259,23 @@ def _fill_missing(records: list[dict], problem: str, family: Family, impl: Impl,
 
 def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: float, isolate_workers: bool = True,
                    seeds: list[int] | None = None, cfg: TimingConfig | None = None,
-                   tune_cfg: TimingConfig | None = None, compile_workers: int = 1
+                   tune_cfg: TimingConfig | None = None, compile_workers: int = 1, ahead: int = 0
                    ) -> tuple[list[dict], list[dict], list[dict]]:
     """(check rows, bench rows, autotune rows) of every implementation of the plan, each
     implementation in its own worker (``measure_impl``). No ``seeds``: no checks; no
     ``cfg``: no benchmark; no ``tune_cfg``: no autotuning (else every autotuned Triton
     implementation is tuned on its benchmark shapes first; under the interpreter, which
     runs every program in Python, on the smallest shape per dtype). ``timeout_s`` holds
-    for each implementation's worker."""
-    checks, benches, tunes = [], [], []
+    for each implementation's worker. ``ahead``: how many workers may compile ahead of
+    their turn (``kernellab.prepare``, ``isolate.run_in_turn``); the rows come in the
+    plan's order whatever order the workers ran in."""
+    from kernellab.prepare import preparation
+
     keys = plan.impl_keys(family)
     sizes = {k: len(plan.cases(family, family.impls[k], for_check=True)) * len(seeds or [])
              + len(plan.cases(family, family.impls[k])) for k in keys}
     progress = Progress(family.name, sum(sizes.values()))
+    works, plans = [], []
     for key in keys:
         impl = family.impls[key]
         check_cases = plan.cases(family, impl, for_check=True) if seeds else []
@@ -292,8 +296,17 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
                 rows[0] += 1
             progress.running(key, rows[0])
 
-        records, problem = isolate.run(work, timeout_s, isolate=isolate_workers, label=f"{family.name} {impl.key}",
-                                       progress=running)
+        untuned = [c for c in check_cases if c.shape not in {b.shape for b in bench_cases}]
+        prepare = preparation(family, impl, bench_cases, untuned, device, compile_workers) if ahead else None
+        works.append(isolate.Work(work, prepare, label=f"{family.name} {impl.key}", progress=running))
+        plans.append((key, impl, check_cases, bench_cases, tune))
+    got_all: dict[int, tuple[list, str]] = {}
+    for i, records, problem in isolate.run_in_turn(works, timeout_s, isolate_workers, ahead):
+        got_all[i] = (records, problem)
+        progress.done(plans[i][0], sizes[plans[i][0]], problem)
+    checks, benches, tunes = [], [], []
+    for i, (key, impl, check_cases, bench_cases, tune) in enumerate(plans):
+        records, problem = got_all[i]
         got = {"autotune": [], "check": [], "bench": []}
         for kind, row in records:
             got[kind].append(row)
@@ -304,7 +317,6 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
         checks += _fill_missing(got["check"], problem, family, impl, check_cases, {"seed": seeds[0] if seeds else 0})
         if cfg is not None:
             benches += _fill_missing(got["bench"], problem, family, impl, bench_cases, {"mode": cfg.mode})
-        progress.done(key, sizes[key], problem)
     return checks, benches, tunes
 
 

@@ -11,16 +11,32 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import multiprocessing.connection
+import os
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Callable, Hashable, Iterator
 
 _DONE = "__done__"
+_READY = "__ready__"  # a prepared child waits for its turn
 log = logging.getLogger("kernellab")
 
 
-def _child(conn, work: Callable[[], Iterator[dict]]) -> None:
+def _child(conn, work: Callable[[], Iterator[dict]], prepare: Callable[[], None] | None = None,
+           go=None, cpus: set[int] | None = None) -> None:
     try:
+        if prepare is not None:
+            everywhere = os.sched_getaffinity(0)
+            if cpus:
+                os.sched_setaffinity(0, cpus)
+            try:
+                prepare()
+            except Exception as exc:  # noqa: BLE001 - the work does the same itself and reports it
+                log.debug("preparation failed: %s: %s", type(exc).__name__, exc)
+            conn.send(_READY)
+            go.wait()
+            os.sched_setaffinity(0, everywhere)
         for record in work():
             conn.send(record)
         conn.send(_DONE)
@@ -58,15 +74,59 @@ def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool,
         except Exception as exc:  # noqa: BLE001
             return records, f"error: {type(exc).__name__}: {exc}"
         return records, ""
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, work), daemon=True)
-    proc.start()
-    child.close()
+    return _collect(_Child.start(work), timeout_s, progress)
+
+
+class _Child:
+    """A forked worker and the end of its pipe; with a preparation, it prepares at once and
+    runs its work when ``go`` is set."""
+
+    def __init__(self, proc, conn, go=None):
+        self.proc, self.conn, self.go = proc, conn, go
+        self.ready = go is None
+        self.since = time.monotonic()
+        self.early: list = []  # what it sent instead of ready (a crash while preparing)
+
+    @classmethod
+    def start(cls, work, prepare=None, cpus=None) -> _Child:
+        ctx = mp.get_context("fork")
+        parent, child = ctx.Pipe(duplex=False)
+        go = ctx.Event() if prepare is not None else None
+        proc = ctx.Process(target=_child, args=(child, work, prepare, go, cpus), daemon=True)
+        proc.start()
+        child.close()
+        return cls(proc, parent, go)
+
+    def poll_ready(self) -> bool:
+        """Whether it has prepared (or died trying: its turn then reports that)."""
+        if not self.ready:
+            try:
+                if self.conn.poll(0):
+                    msg = self.conn.recv()
+                    if msg != _READY:
+                        self.early.append(msg)
+                    self.ready = True
+            except EOFError:
+                self.ready = True
+            if not self.proc.is_alive():
+                self.ready = True
+        return self.ready
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+
+def _collect(c: _Child, timeout_s: float, progress: Callable[[object], None]) -> tuple[list[dict], str]:
+    if c.go is not None:
+        c.go.set()
+    proc, parent = c.proc, c.conn
     records: list[dict] = []
     deadline = time.monotonic() + timeout_s
-    problem = ""
-    while True:
+    problem = next((f"error: {m['__crash__']}" for m in c.early if isinstance(m, dict) and "__crash__" in m), "")
+    while not problem:
         left = deadline - time.monotonic()
         if left <= 0:
             problem = f"timeout: no result within {timeout_s:g} s"
@@ -81,6 +141,8 @@ def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool,
                 break
             if msg == _DONE:
                 break
+            if msg == _READY:
+                continue
             if isinstance(msg, dict) and "__crash__" in msg:
                 problem = f"error: {msg['__crash__']}"
                 break
@@ -93,7 +155,7 @@ def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool,
                     msg = parent.recv()
                 except EOFError:
                     break
-                if isinstance(msg, dict) and msg is not _DONE and "__crash__" not in msg:
+                if isinstance(msg, dict) and "__crash__" not in msg:
                     records.append(msg)
             problem = f"error: worker process died (exit code {proc.exitcode})"
             break
@@ -105,6 +167,65 @@ def _run(work: Callable[[], Iterator[dict]], timeout_s: float, isolate: bool,
         proc.join(5)
     parent.close()
     return records, problem
+
+
+@dataclass
+class Work:
+    """One worker's job for ``run_in_turn``: ``run`` yields its records; ``prepare``, if
+    any, is work for the CPU only (compiling), which must launch nothing on the GPU."""
+
+    run: Callable[[], Iterator[dict]]
+    prepare: Callable[[], None] | None = None
+    label: str = ""
+    progress: Callable[[object], None] | None = None
+
+
+def run_in_turn(works: list[Work], timeout_s: float, isolate: bool = True,
+                ahead: int = 0) -> Iterator[tuple[int, list[dict], str]]:
+    """Run the works one at a time, each in its own child as ``run`` does, yielding
+    ``(index, records, problem)`` as each finishes.
+
+    With ``ahead`` > 0, up to that many works with a ``prepare`` start early: each
+    prepares on every core but the first (left to the work running) while earlier works
+    have the GPU, then waits. The next turn goes to the first work, in list order, that
+    needs no preparation or has finished it, so the GPU does not wait on a compiler while
+    a work behind it could run. A preparation is only a head start: without ``ahead``
+    (or ``isolate``) works skip it and compile as they run."""
+    if not isolate or ahead <= 0:
+        for i, w in enumerate(works):
+            yield (i, *run(w.run, timeout_s, isolate, w.label, w.progress))
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    spare = set(cpus[1:]) or set(cpus)
+    pending = list(range(len(works)))
+    started: dict[int, _Child] = {}
+    try:
+        while pending:
+            preparing = [i for i in started if not started[i].ready]
+            for i in pending:
+                if len(preparing) >= ahead:
+                    break
+                if works[i].prepare is not None and i not in started:
+                    started[i] = _Child.start(works[i].run, works[i].prepare, spare)
+                    preparing.append(i)
+            turn = next((i for i in pending if works[i].prepare is None
+                         or (i in started and (started[i].poll_ready()
+                                               or time.monotonic() - started[i].since > timeout_s))), None)
+            if turn is None:  # every work left is still preparing
+                multiprocessing.connection.wait([started[i].conn for i in pending if i in started], timeout=1.0)
+                continue
+            w = works[turn]
+            t0 = time.perf_counter()
+            child = started.pop(turn, None) or _Child.start(w.run)
+            records, problem = _collect(child, timeout_s, w.progress or (lambda record: None))
+            if w.label:
+                log.info("%s: %d records in %.1f s%s", w.label, len(records), time.perf_counter() - t0,
+                         f" ({problem})" if problem else "")
+            pending.remove(turn)
+            yield turn, records, problem
+    finally:
+        for c in started.values():
+            c.kill()
 
 
 def run_batch(works: list[tuple[Hashable, Callable[[], Iterator[dict]]]], timeout_s: float, isolate: bool = True,

@@ -23,9 +23,18 @@ def randn(shape, dtype: str, device: str, seed: int, scale: float = 1.0, offset:
     then cast (drawing 2^28 numbers on the host and copying them over took seconds)."""
     import torch
 
-    gen = torch.Generator(device=device).manual_seed(int(seed))
-    x = torch.randn(tuple(shape), generator=gen, dtype=torch.float32, device=device) * scale + offset
-    return x.to(dtype=torch_dtype(dtype))
+    x = torch.randn(tuple(shape), generator=generator(device, seed), dtype=torch.float32, device=device)
+    return (x * scale + offset).to(dtype=torch_dtype(dtype))
+
+
+def generator(device: str, seed: int):
+    """A generator on ``device`` seeded with ``seed``; None on ``meta``, where inputs are
+    shapes and dtypes only (what ``kernellab.prepare`` compiles from)."""
+    import torch
+
+    if torch.device(device).type == "meta":
+        return None
+    return torch.Generator(device=device).manual_seed(int(seed))
 
 
 def elementwise_bytes(n_in: int, n_out: int = 1) -> Callable:
@@ -58,18 +67,56 @@ def compiled(fn: Callable, **compile_kwargs) -> Callable:
     shapes rather than about what torch.compile makes of a fixed model."""
     holder: dict = {}
 
-    def run(out, *inputs, **params):
-        if "fn" not in holder:
+    def build(key: str, **kwargs):
+        if key not in holder:
             import torch
 
             # one worker sees every shape and dtype of its family: allow the recompiles,
             # and never fall back to eager silently (that would time PyTorch, not Inductor)
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
             torch._dynamo.config.fail_on_recompile_limit_hit = True
-            holder["fn"] = torch.compile(fn, **{"dynamic": False, **compile_kwargs})
-        return holder["fn"](*inputs, **params)
+            holder[key] = torch.compile(fn, **{"dynamic": False, **kwargs})
+        return holder[key]
 
+    def run(out, *inputs, **params):
+        return build("fn", **compile_kwargs)(*inputs, **params)
+
+    def lower(out, *inputs, **params):
+        build("lower", backend=_lower_only)(*inputs, **params)
+
+    if "mode" not in compile_kwargs and "backend" not in compile_kwargs:
+        run.lower = lower  # max-autotune times its choices on the GPU while it compiles
     return run
+
+
+def compiles_ahead(fn: Callable) -> bool:
+    """Whether ``fn`` (from ``compiled``) can lower its graphs without running them."""
+    return callable(getattr(fn, "lower", None))
+
+
+def compile_only(fn: Callable, out, *inputs, **params) -> None:
+    """Lower ``fn``'s graph for these inputs with Inductor, into the run's caches, without
+    running it (``kernellab.prepare``); the real call then finds the compiled graph there."""
+    fn.lower(out, *inputs, **params)
+
+
+def _lower_only(gm, example_inputs):
+    """A Dynamo backend: Inductor compiles the graph (and writes its caches) exactly as
+    ``torch.compile``'s default backend would, then the graph is not run: the call returns
+    uninitialised outputs of the traced shapes, and no kernel is launched."""
+    import torch
+    from torch._inductor.compile_fx import compile_fx
+
+    compile_fx(gm, example_inputs)
+    (result,) = next(n for n in gm.graph.nodes if n.op == "output").args
+    vals = [a.meta.get("example_value", a.meta.get("val")) if isinstance(a, torch.fx.Node) else a
+            for a in (result if isinstance(result, (tuple, list)) else (result,))]
+
+    def empty(*args):
+        return tuple(torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+                     if isinstance(v, torch.Tensor) else v for v in vals)
+
+    return empty
 
 
 def cuda_op(name: str, variant: str, family: str | None = None) -> Callable:

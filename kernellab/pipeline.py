@@ -172,7 +172,8 @@ def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_cs
     timeout_s = sum(float(config[k]["timeout_s"]) for k in ("autotune", "check", "bench"))
     checks, rows, tunes = measure_family(fam, _plan(config, kernel), device, timeout_s,
                                          bool(config.get("isolate", True)), seeds=list(config["check"]["seeds"]),
-                                         cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers)
+                                         cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers,
+                                         ahead=int(config.get("compile_ahead", 0)))
     write_csv(autotune_csv, tunes, columns=["kernel", "impl_key", "impl", "step", "triton_kernel", "shape", "dtype",
                                             "params", "config", "median_us", "status", "reason", "is_best"])
     write_csv(check_csv, checks, columns=CHECK_COLUMNS)

@@ -102,16 +102,22 @@ _RECORDED: list | None = None
 
 @contextlib.contextmanager
 def recording():
-    """Within the block, ``launch`` runs no autotuned kernel: it records the call (the
-    kernel's JIT function, the configs kept for the call, the arguments with each tensor
-    replaced by its dtype (Triton's ``warmup`` takes it for an aligned tensor, as fresh
-    allocations are) and the keyword arguments) in the list it yields, for ``precompile``."""
+    """Within the block, ``launch`` and ``launch_config`` run no kernel: they record each
+    call (the kernel's JIT function; the configs it would run: those the autotuner keeps,
+    the first of them inside ``untuned``, the one given, or ``[None]`` for a plain kernel;
+    the arguments with each tensor replaced by its dtype (Triton's ``warmup`` takes it for
+    an aligned tensor, as fresh allocations are); the keyword arguments) in the list it
+    yields, for ``precompile``."""
     global _RECORDED
     old, _RECORDED = _RECORDED, []
     try:
         yield _RECORDED
     finally:
         _RECORDED = old
+
+
+def _record(fn, configs, args, kwargs) -> None:
+    _RECORDED.append((fn, configs, tuple(a.dtype if hasattr(a, "data_ptr") else a for a in args), dict(kwargs)))
 
 
 def precompile(calls, workers: int) -> tuple[int, int]:
@@ -128,7 +134,7 @@ def precompile(calls, workers: int) -> tuple[int, int]:
     tasks = {}
     for fn, configs, args, kwargs in calls:
         for cfg in configs:
-            meta = {k: v for k, v in cfg.all_kwargs().items() if k not in kwargs}
+            meta = {k: v for k, v in cfg.all_kwargs().items() if k not in kwargs} if cfg is not None else {}
             tasks[(id(fn), repr(args), repr(sorted(kwargs.items())), repr(sorted(meta.items())))] = (
                 fn, args, {**kwargs, **meta})
     failed = 0
@@ -145,9 +151,11 @@ def launch(kernel, grid, *args, **kwargs) -> None:
     """Launch ``kernel`` on ``grid``. An autotuned kernel runs its first fitting config
     under the interpreter (it has no timer to tune with) and inside ``untuned()``;
     inside ``recording()`` it does not run."""
-    if _RECORDED is not None and is_autotuned(kernel):
-        _RECORDED.append((kernel.fn, kept_configs(kernel, args, kwargs),
-                          tuple(a.dtype if hasattr(a, "data_ptr") else a for a in args), dict(kwargs)))
+    if _RECORDED is not None:
+        configs = [None]  # a plain kernel: its meta-parameters are in the call
+        if is_autotuned(kernel):
+            configs = [first_config(kernel, args, kwargs)] if _UNTUNED else kept_configs(kernel, args, kwargs)
+        _record(kernel.fn if is_autotuned(kernel) else kernel, configs, args, kwargs)
         return
     forced = _FORCED.get(id(kernel))
     if forced is None and is_autotuned(kernel) and (_UNTUNED or triton_interpreted()):
@@ -162,6 +170,9 @@ def launch_config(kernel, config, grid, *args, **kwargs) -> None:
     """Launch the kernel behind an autotuner with one given config (the autotune table);
     meta-parameters the call passes itself win over the config's."""
     fn = kernel.fn if is_autotuned(kernel) else kernel
+    if _RECORDED is not None:
+        _record(fn, [config], args, kwargs)
+        return
     extra = {k: v for k, v in config.kwargs.items() if k not in kwargs}
     if not triton_interpreted():
         extra.update(num_warps=config.num_warps, num_stages=config.num_stages)

@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.kit import compiled, cuda_op, numel, returns_new
+from kernellab.kit import compiled, cuda_op, generator, numel, returns_new
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size, torch_dtype
 from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
@@ -119,8 +119,7 @@ def compile_specs(dtype: str):
 
 def make_inputs(shape, dtype, device, seed):
     """uniform(0.5, 1.5): positive, so the relative error is relative to sum(|x|)."""
-    gen = torch.Generator(device=device).manual_seed(int(seed))
-    x = torch.rand(tuple(shape), generator=gen, dtype=torch.float32, device=device) + 0.5
+    x = torch.rand(tuple(shape), generator=generator(device, seed), dtype=torch.float32, device=device) + 0.5
     return (x.to(device=device, dtype=torch_dtype(dtype)),)
 
 

@@ -24,7 +24,7 @@ rule measure:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
-        config=kernel_job_config(),
+        config=kernel_job_config("compile_ahead"),
         env=job_env,
     script:
         "../scripts/measure.py"

@@ -1,0 +1,123 @@
+"""Compiling an implementation's kernels before its turn on the GPU.
+
+A measure job runs its implementations one at a time, each in a worker of its own
+(``isolate.run_in_turn``). Most of a Triton or torch.compile worker's time is CPU work
+that touches no GPU: importing Inductor, compiling Triton kernels and autotune configs,
+lowering graphs. ``preparation`` gives that work, so the worker can do it on the spare
+cores while earlier implementations are timed, and only time when its turn comes.
+
+A preparation launches nothing on the GPU, so it cannot disturb the timing beside it:
+Triton kernels are compiled from arguments on the ``meta`` device (shapes and dtypes, no
+memory), and torch.compile graphs are lowered by Inductor without being run. What it
+compiles lands in the worker's own caches and the run's disk caches, where the timed part
+finds it. A preparation is only a head start: if it fails, the worker compiles as it runs
+and reports what goes wrong there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from typing import Callable
+
+from kernellab import runtime
+from kernellab.cases import Case
+from kernellab.registry import Family, Impl
+
+log = logging.getLogger("kernellab")
+
+
+def preparation(family: Family, impl: Impl, tuned: list[Case], untuned: list[Case], device: str,
+                workers: int) -> Callable[[], None] | None:
+    """What ``impl`` can compile ahead for its cases (``tuned``: the benchmarked ones, whose
+    autotune configs are all compiled; ``untuned``: the check-only ones, first config only),
+    or None when there is nothing (eager PyTorch, CUDA, or no GPU)."""
+    if device != "cuda":
+        return None
+    if impl.backend == "triton":
+        return lambda: _triton(family, impl, tuned, untuned, workers)
+    if impl.backend == "compile":
+        return lambda: _compiled(family, impl, tuned + untuned)
+    return None
+
+
+def _triton(family: Family, impl: Impl, tuned: list[Case], untuned: list[Case], workers: int) -> None:
+    from kernellab import triton_utils
+
+    t0 = time.perf_counter()
+    calls = []
+    for cases, mode in ((tuned, contextlib.nullcontext), (untuned, triton_utils.untuned)):
+        for case in cases:
+            calls += _recorded(family, impl, case, mode)
+    n, failed = triton_utils.precompile(calls, workers)
+    log.info("%s %s: compiled %d kernels ahead (%d failed) in %.1f s", family.name, impl.key, n, failed,
+             time.perf_counter() - t0)
+
+
+def _recorded(family: Family, impl: Impl, case: Case, mode) -> list:
+    """The Triton launches ``impl`` makes for ``case``, recorded from inputs on ``meta``."""
+    from kernellab import triton_utils
+
+    params = case.param_dict
+    inputs = family.make_inputs(case.shape, case.dtype, "meta", 0, **params)
+    out = family.out_like(*inputs, **params)
+    with triton_utils.recording() as recorded, mode(), runtime.matmul_precision(case.dtype):
+        impl.fn(out, *inputs, **params)
+    return list(recorded)
+
+
+def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
+    """Import Inductor (seconds per process) and lower every case's graph without running
+    it (``kit.compile_only``); max-autotune times its choices on the GPU, so it only imports.
+    A graph whose lowering wants to time something on the GPU (Inductor's benchmarker:
+    matmul padding, say) is left for the worker's turn."""
+    import torch
+
+    from kernellab import kit
+
+    t0 = time.perf_counter()
+    import torch._inductor.compile_fx  # noqa: F401
+
+    lowered, left = 0, 0
+    if kit.compiles_ahead(impl.fn):
+        with _no_gpu_timing():
+            for case in cases:
+                params = case.param_dict
+                meta = family.make_inputs(case.shape, case.dtype, "meta", 0, **params)
+                # real, uninitialised tensors: Dynamo traces their metadata; nothing is launched
+                inputs = [torch.empty_like(t, device="cuda") if isinstance(t, torch.Tensor) else t for t in meta]
+                out = family.out_like(*inputs, **params)
+                try:
+                    with runtime.matmul_precision(case.dtype):
+                        kit.compile_only(impl.fn, out, *inputs, **params)
+                    lowered += 1
+                except Exception:  # noqa: BLE001 - its turn compiles it and reports what fails
+                    left += 1
+                del inputs, out
+        torch._dynamo.reset()
+    log.info("%s %s: imported Inductor and lowered %d graphs ahead (%d left for its turn) in %.1f s", family.name,
+             impl.key, lowered, left, time.perf_counter() - t0)
+
+
+class GpuTimingWhilePreparing(RuntimeError):
+    pass
+
+
+@contextlib.contextmanager
+def _no_gpu_timing():
+    """Inductor's benchmarker refuses to run: timing kernels now would share the GPU with
+    the worker being timed."""
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    def refuse(*args, **kwargs):
+        raise GpuTimingWhilePreparing("no GPU timing while compiling ahead")
+
+    names = ("benchmark", "benchmark_gpu")
+    try:
+        for name in names:
+            setattr(benchmarker, name, refuse)
+        yield
+    finally:
+        for name in names:
+            benchmarker.__dict__.pop(name, None)

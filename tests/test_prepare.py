@@ -1,0 +1,195 @@
+"""Compiling ahead: workers that prepare while another has the GPU (``isolate.run_in_turn``),
+recording Triton launches from shapes only, and lowering torch.compile graphs unrun
+(``kernellab.prepare``)."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import pytest
+import torch
+
+from kernellab import isolate, kit, registry, triton_utils
+from kernellab.cases import Case, kernel_plan
+from kernellab.harness import measure_family
+
+_STATE: dict = {}
+
+
+def _preparing(seconds: float, fail: str = ""):
+    def prepare():
+        _STATE.update(prepared_at=time.time(), cpus_preparing=sorted(os.sched_getaffinity(0)))
+        if fail == "raise":
+            raise ValueError("cannot prepare")
+        if fail == "die":
+            os._exit(3)
+        time.sleep(seconds)
+        _STATE["prepared"] = True
+
+    return prepare
+
+
+def _work(name: str):
+    def work():
+        yield {"name": name, "prepared": _STATE.get("prepared", False), "prepared_at": _STATE.get("prepared_at"),
+               "cpus_preparing": _STATE.get("cpus_preparing"), "cpus": sorted(os.sched_getaffinity(0)),
+               "ran_at": time.time()}
+
+    return work
+
+
+def test_a_prepared_work_waits_while_a_ready_one_behind_it_takes_the_turn():
+    works = [isolate.Work(_work("slow"), _preparing(1.0)), isolate.Work(_work("eager"))]
+    done = list(isolate.run_in_turn(works, 30, ahead=2))
+    assert [i for i, _, _ in done] == [1, 0]  # the eager work did not wait for the compiler
+    (slow,), problem = done[1][1], done[1][2]
+    (eager,) = done[0][1]
+    assert not problem and slow["prepared"] and not eager["prepared"]
+    assert slow["prepared_at"] < eager["ran_at"]  # it prepared while the other one ran
+    everything = sorted(os.sched_getaffinity(0))
+    assert slow["cpus"] == everything  # its turn has every core again
+    if len(everything) > 1:  # preparing, it leaves the first core to the work being timed
+        assert slow["cpus_preparing"] == everything[1:]
+
+
+def test_without_ahead_nothing_is_prepared_and_the_order_holds():
+    works = [isolate.Work(_work("a"), _preparing(0.0)), isolate.Work(_work("b"))]
+    done = list(isolate.run_in_turn(works, 30, ahead=0))
+    assert [i for i, _, _ in done] == [0, 1]
+    assert not any(rec["prepared"] for _, records, _ in done for rec in records)
+
+
+def test_a_failed_preparation_leaves_the_work_to_compile_in_its_turn():
+    ((_, records, problem),) = list(isolate.run_in_turn([isolate.Work(_work("w"), _preparing(0, "raise"))], 30,
+                                                        ahead=1))
+    assert not problem and records[0]["name"] == "w" and not records[0]["prepared"]
+
+
+def test_a_worker_that_dies_while_preparing_is_reported_and_the_rest_run():
+    works = [isolate.Work(_work("dies"), _preparing(0, "die")), isolate.Work(_work("after"))]
+    done = {i: (records, problem) for i, records, problem in isolate.run_in_turn(works, 30, ahead=1)}
+    assert done[0][0] == [] and "died" in done[0][1]
+    assert done[1][0][0]["name"] == "after" and not done[1][1]
+
+
+# ------------------------------------------------------------------ in a measure job
+def _example_family():
+    for _, fam in sorted(registry.families().items()):
+        if 1 in fam.shape_rank and not fam.params and {"torch_fused", "torch_naive"} <= set(fam.impls):
+            return fam
+    pytest.skip("no registered family with eager implementations")
+
+
+def test_measure_rows_keep_the_plans_order_whatever_order_the_workers_ran_in(monkeypatch):
+    """The first implementation prepares (slowly) and so runs last; the tables still list
+    the implementations in the plan's order."""
+    from kernellab import prepare
+
+    fam = _example_family()
+    keys = ["torch_fused", "torch_naive"]
+    monkeypatch.setattr(prepare, "preparation",
+                        lambda family, impl, *a: _preparing(0.5) if impl.key == "torch_fused" else None)
+    plan = kernel_plan(fam.name, {"dtypes": ["fp32"], "shapes": [1000], "check_shapes": [33], "impls": keys}, "gpu")
+    checks, _, _ = measure_family(fam, plan, "cpu", 60, seeds=[0], ahead=2)
+    assert [r["impl_key"] for r in checks] == ["torch_fused", "torch_fused", "torch_naive", "torch_naive"]
+    assert {r["status"] for r in checks} == {"ok"}
+
+
+# ------------------------------------------------------------------ shapes only
+def test_meta_inputs_are_shapes_and_dtypes_only():
+    x = kit.randn((4, 3), "bf16", "meta", 0, scale=2.0, offset=1.0)
+    assert x.device.type == "meta" and x.shape == (4, 3) and x.dtype == torch.bfloat16
+    assert kit.generator("meta", 0) is None and kit.generator("cpu", 0) is not None
+
+
+def _row_family_with_triton_steps():
+    for _, fam in sorted(registry.families().items()):
+        plain = [i for i in fam.impls.values() if i.backend == "triton" and not i.triton_kernels]
+        tuned = [i for i in fam.impls.values() if i.backend == "triton" and i.triton_kernels]
+        if plain and tuned and 2 in fam.shape_rank:
+            return fam, plain[0], tuned[0]
+    pytest.skip("no family with a plain and an autotuned Triton implementation")
+
+
+def test_recording_captures_plain_and_autotuned_launches_and_runs_neither():
+    """What compiling ahead compiles: every Triton launch of the call, recorded rather than
+    run (a poisoned output stays poisoned), tensors replaced by their dtype."""
+    fam, plain, tuned = _row_family_with_triton_steps()
+    for impl in (plain, tuned):
+        inputs = fam.make_inputs((8, 512), "fp32", "cpu", 0)
+        out = fam.out_like(*inputs).fill_(math.nan)
+        with triton_utils.recording() as recorded:
+            impl.fn(out, *inputs)
+        assert recorded, impl.key
+        for _fn, configs, args, _ in recorded:
+            if impl is plain:
+                assert configs == [None]
+            else:
+                assert configs and all(c is not None for c in configs)
+            assert torch.float32 in args and not any(isinstance(a, torch.Tensor) for a in args)
+        assert out.isnan().all(), f"{impl.key} ran a kernel while recording"
+
+
+def test_check_only_shapes_record_only_the_first_config():
+    from kernellab.prepare import _recorded
+
+    fam, _, tuned = _row_family_with_triton_steps()
+    case = Case(fam.name, tuned.key, (8, 512), "fp32")
+    every = _recorded(fam, tuned, case, lambda: __import__("contextlib").nullcontext())
+    first = _recorded(fam, tuned, case, triton_utils.untuned)
+    assert len(every[0][1]) > 1 and len(first[0][1]) == 1 and first[0][1][0] is every[0][1][0]
+
+
+def test_lowering_ahead_fills_the_cache_the_real_call_then_reads(tmp_path, monkeypatch):
+    """``compile_only`` runs Inductor, not the graph: the output is left alone, and the real
+    call afterwards (a fresh Dynamo) finds the compiled graph in Inductor's cache."""
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+
+    def work():
+        fn = kit.compiled(lambda x: torch.relu(x) * 2.0)
+        x = torch.randn(64)
+        out = torch.full_like(x, math.nan)
+        kit.compile_only(fn, out, x)
+        yield {"untouched": bool(out.isnan().all())}
+        torch._dynamo.reset()
+        counters.clear()
+        got = kit.compiled(lambda x: torch.relu(x) * 2.0)(None, x)
+        yield {"hits": counters["inductor"]["fxgraph_cache_hit"], "right": bool(torch.equal(got, torch.relu(x) * 2))}
+
+    records, problem = isolate.run(work, 300)
+    assert not problem, problem
+    assert records == [{"untouched": True}, {"hits": 1, "right": True}]
+    assert not kit.compiles_ahead(kit.compiled(torch.relu, mode="max-autotune"))
+
+
+# ------------------------------------------------------------------ on the GPU
+@pytest.mark.gpu
+def test_preparations_launch_nothing_on_the_gpu():
+    """The preparations of a row family's Triton and torch.compile implementations, under
+    the CUDA profiler: no kernel, no memcpy, no memset."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from kernellab.prepare import preparation
+
+    fam = registry.family("softmax")
+    plan = kernel_plan("softmax", {"dtypes": ["bf16"], "shapes": ["64x2048"], "check_shapes": ["3x1001"]}, "gpu")
+
+    def work():
+        for key in ("triton@autotuned", "triton@fused_row", "compiled"):
+            impl = fam.impls[key]
+            tuned = plan.cases(fam, impl)
+            untuned = [c for c in plan.cases(fam, impl, for_check=True) if c not in tuned]
+            prepare = preparation(fam, impl, tuned, untuned, "cuda", 4)
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                prepare()
+            yield {"impl": key, "gpu_events": [e.name for e in prof.events() if e.device_type.name == "CUDA"]}
+
+    records, problem = isolate.run(work, 600)
+    assert not problem, problem
+    assert [r["impl"] for r in records] == ["triton@autotuned", "triton@fused_row", "compiled"]
+    assert all(not r["gpu_events"] for r in records), records
