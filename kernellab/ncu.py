@@ -47,24 +47,24 @@ COLUMNS = ["kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "
            "l2_hit_pct", "top_stalls", "n_kernels"]
 
 
-# Every ladder step of a family is profiled in one ncu session (one Python start-up, one
-# CUDA context: each session costs seconds before its first kernel). Inside the measured
+# Every ladder step of the run is profiled in one ncu session (one Python start-up, one
+# CUDA context: each session cost about 10 s before its first kernel on the H200). Inside the measured
 # range, each step begins with a one-thread marker kernel (``torch.cuda._sleep``, ATen's
 # ``spin_kernel``); the rows between two markers are that step's kernels.
 MARKER = "spin_kernel"
 
 
-def command(kernel: str, steps: list[tuple[str, str, str]], build_json: str, status_json: str,
+def command(steps: list[tuple[str, str, str, str]], build_json: str, status_json: str,
             kernel_dirs: list[str] | None = None) -> list[str]:
-    """``steps``: (impl_key, dtype, shape) of each step, in profiling order."""
+    """``steps``: (kernel, impl_key, dtype, shape) of each step, in profiling order."""
     from kernellab import registry
 
     dirs = os.pathsep.join(str(d) for d in registry.kernel_dirs(kernel_dirs))
     return [
         "ncu", "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
         "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS),
-        sys.executable, "-m", "kernellab.ncu_target", kernel, build_json, status_json, dirs,
-        *[f"{key}:{dtype}:{shape}" for key, dtype, shape in steps],
+        sys.executable, "-m", "kernellab.ncu_target", build_json, status_json, dirs,
+        *[f"{kernel}:{key}:{dtype}:{shape}" for kernel, key, dtype, shape in steps],
     ]
 
 
@@ -118,15 +118,16 @@ def split_steps(per_kernel: pd.DataFrame, n_steps: int) -> list[pd.DataFrame]:
     return [kernels[group[~is_marker] == i] for i in range(n_steps)]
 
 
-def profile_steps(kernel: str, steps: list[tuple[str, str, str]], build_json: str,
-                  timeout_s: float, kernel_dirs: list[str] | None = None) -> list[dict]:
-    """Profile ``steps`` ((impl_key, dtype, shape) of each) in one session: one record per step."""
+def profile_steps(steps: list[tuple[str, str, str, str]], build_json: str, timeout_s: float,
+                  kernel_dirs: list[str] | None = None) -> list[dict]:
+    """Profile ``steps`` ((kernel, impl_key, dtype, shape) of each) in one session: one record
+    per step."""
     if shutil.which("ncu") is None:
         return [{"status": "unavailable", "reason": "Nsight Compute (ncu) not found on PATH"}] * len(steps)
     with tempfile.TemporaryDirectory() as tmp:
         status_json = str(Path(tmp) / "status.json")
         try:
-            proc = subprocess.run(command(kernel, steps, build_json, status_json, kernel_dirs),
+            proc = subprocess.run(command(steps, build_json, status_json, kernel_dirs),
                                   capture_output=True,
                                   text=True, timeout=timeout_s * len(steps))
         except subprocess.TimeoutExpired:

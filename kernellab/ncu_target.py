@@ -1,6 +1,6 @@
 """The process ncu profiles: each step warmed up, then one call in an NVTX range.
 
-``python -m kernellab.ncu_target KERNEL BUILD_JSON STATUS_JSON KERNEL_DIRS IMPL_KEY:DTYPE:SHAPE ...``
+``python -m kernellab.ncu_target BUILD_JSON STATUS_JSON KERNEL_DIRS KERNEL:IMPL_KEY:DTYPE:SHAPE ...``
 
 (KERNEL_DIRS: the kernel folders joined by ``os.pathsep``.)
 
@@ -18,7 +18,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    kernel, build_json, status_json, kernel_dirs, *steps = argv
+    build_json, status_json, kernel_dirs, *steps = argv
     from kernellab import cuda_ext, registry, runtime
     from kernellab.cases import parse_shape
     from kernellab.ncu import RANGE
@@ -28,18 +28,19 @@ def main(argv: list[str]) -> int:
     import torch
 
     registry.load(kernel_dirs.split(os.pathsep))
-    family = registry.family(kernel)
-    params = {k: v[0] for k, v in family.params.items()}
     status = []
     for spec in steps:
-        impl_key, dtype, shape = spec.rsplit(":", 2)
+        kernel, rest = spec.split(":", 1)
+        impl_key, dtype, shape = rest.rsplit(":", 2)
         call = None
         try:
+            family = registry.family(kernel)
+            params = {k: v[0] for k, v in family.params.items()}
             impl = registry.impl(kernel, impl_key)
             inputs = family.make_inputs(parse_shape(shape), dtype, device, 0, **params)
             out = family.out_like(*inputs, **params)
 
-            def call(impl=impl, out=out, inputs=inputs):
+            def call(impl=impl, out=out, inputs=inputs, params=params):
                 return impl.fn(out, *inputs, **params)
 
             with runtime.matmul_precision(dtype):

@@ -301,25 +301,26 @@ def _gpu_arch() -> int:
     return Monitor().compute_capability() or 90
 
 
-def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
-    """Nsight Compute on every ladder step of the family, each at its ladder's shape and
-    dtype, in one ncu session."""
+def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) -> None:
+    """Nsight Compute on every ladder step of the families, each at its ladder's shape and
+    dtype, in one ncu session; one table per family."""
     from kernellab.ncu import COLUMNS, profile_steps
 
-    fam = families(config)[kernel]
-    plan = _plan(config, kernel)
-    keys = set(plan.impl_keys(fam))
     nc = config.get("ncu") or {}
     bases, ladders = [], []
-    for ladder, steps in fam.ladders().items():
-        steps = [s for s in steps if s.key in keys]
-        if not steps:
-            continue
-        shape = "x".join(map(str, plan.ladder_shape(ladder)))
-        dtype = plan.ladder_dtype(steps)
-        ladders.append(f"{ladder} ({len(steps)})")
-        bases += [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
-                   "dtype": dtype} for s in steps]
+    for kernel in kernels:
+        fam = families(config)[kernel]
+        plan = _plan(config, kernel)
+        keys = set(plan.impl_keys(fam))
+        for ladder, steps in fam.ladders().items():
+            steps = [s for s in steps if s.key in keys]
+            if not steps:
+                continue
+            shape = "x".join(map(str, plan.ladder_shape(ladder)))
+            dtype = plan.ladder_dtype(steps)
+            ladders.append(f"{kernel} {ladder} ({len(steps)})")
+            bases += [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
+                       "dtype": dtype} for s in steps]
     if not bases:
         got = []
     elif not nc.get("enabled", True):
@@ -328,12 +329,13 @@ def ncu(config: dict, kernel: str, build_json: str, out_csv: str) -> None:
         got = [{"status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"}] * len(bases)
     else:
         t0 = time.perf_counter()
-        got = profile_steps(kernel, [(b["impl_key"], b["dtype"], b["shape"]) for b in bases],
+        got = profile_steps([(b["kernel"], b["impl_key"], b["dtype"], b["shape"]) for b in bases],
                             str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)),
                             config.get("kernel_dirs"))
-        log.info("ncu %s: %d steps of %s in %.1f s", kernel, len(bases), ", ".join(ladders),
-                 time.perf_counter() - t0)
-    write_csv(out_csv, [{**b, **g} for b, g in zip(bases, got, strict=True)], columns=COLUMNS)
+        log.info("ncu: %d steps of %s in %.1f s", len(bases), ", ".join(ladders), time.perf_counter() - t0)
+    rows = [{**b, **g} for b, g in zip(bases, got, strict=True)]
+    for kernel, out_csv in zip(kernels, out_csvs, strict=True):
+        write_csv(out_csv, [r for r in rows if r["kernel"] == kernel], columns=COLUMNS)
 
 
 def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],

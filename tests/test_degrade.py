@@ -21,7 +21,7 @@ TRITON_IMPL = next((name, key) for name, fam in sorted(registry.families().items
 
 def test_ncu_absent_is_recorded_unavailable(monkeypatch):
     monkeypatch.setattr(ncu.shutil, "which", lambda name: None)
-    [row] = ncu.profile_steps(CUDA_STEP[0], [(CUDA_STEP[1], "fp32", "1024")], "build.json", timeout_s=5)
+    [row] = ncu.profile_steps([(*CUDA_STEP, "fp32", "1024")], "build.json", timeout_s=5)
     assert row["status"] == "unavailable" and "ncu" in row["reason"]
 
 
@@ -33,7 +33,7 @@ def test_ncu_refusal_is_recorded_with_its_message(monkeypatch):
 
     monkeypatch.setattr(ncu.shutil, "which", lambda name: "/usr/bin/ncu")
     monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done())
-    [row] = ncu.profile_steps(CUDA_STEP[0], [(CUDA_STEP[1], "fp32", "1024")], "build.json", timeout_s=5)
+    [row] = ncu.profile_steps([(*CUDA_STEP, "fp32", "1024")], "build.json", timeout_s=5)
     assert row["status"] == "unavailable" and "ERR_NVGPUCTRPERM" in row["reason"]
 
 
@@ -101,7 +101,7 @@ def test_ncu_session_rows_are_split_at_the_markers():
     assert ncu.combine(parts[1])["status"] == "error"  # a step that launched nothing inside its range
 
 
-def test_one_ncu_session_profiles_every_ladder_of_a_family_at_its_own_shape(tmp_path, monkeypatch):
+def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(tmp_path, monkeypatch):
     import pandas as pd
     import yaml
 
@@ -111,28 +111,34 @@ def test_one_ncu_session_profiles_every_ladder_of_a_family_at_its_own_shape(tmp_
     config["target"] = "gpu"
     calls = []
 
-    def fake_profile_steps(kernel, steps, build_json, timeout_s, kernel_dirs=None):
+    def fake_profile_steps(steps, build_json, timeout_s, kernel_dirs=None):
         calls.append(steps)
         return [{"status": "ok", "reason": "", "duration_us": float(i)} for i in range(len(steps))]
 
     monkeypatch.setattr(runtime, "has_gpu", lambda: True)
     monkeypatch.setattr(ncu, "profile_steps", fake_profile_steps)
-    out = tmp_path / "ncu.csv"
-    pipeline.ncu(config, "matmul", str(tmp_path / "build.json"), str(out))
-    rows = pd.read_csv(out)
-    assert len(calls) == 1  # one session for all of the family's ladders
-    fam = registry.family("matmul")
-    plan = pipeline._plan(config, "matmul")
-    assert set(rows["ladder"]) == set(fam.ladders())
-    for ladder, steps in fam.ladders().items():
-        got = rows[rows["ladder"] == ladder]
-        shape = "x".join(map(str, plan.ladder_shape(ladder)))
-        assert list(got["impl_key"]) == [s.key for s in steps]
-        assert set(got["shape"]) == {shape} and set(got["dtype"]) == {plan.ladder_dtype(steps)}
-    # each step went to ncu with its own ladder's shape and dtype, and its record came back to it
-    sent = list(zip(rows["impl_key"], rows["dtype"], rows["shape"].astype(str), strict=True))
+    kernels = ["matmul", "softmax"]
+    outs = [tmp_path / f"{k}.csv" for k in kernels]
+    pipeline.ncu(config, kernels, str(tmp_path / "build.json"), [str(o) for o in outs])
+    assert len(calls) == 1  # one session for every ladder of both families
+    sent, n = [], 0
+    for kernel, out in zip(kernels, outs, strict=True):
+        rows = pd.read_csv(out)
+        assert set(rows["kernel"]) == {kernel}  # each family's table has its own steps only
+        fam = registry.family(kernel)
+        plan = pipeline._plan(config, kernel)
+        assert set(rows["ladder"]) == set(fam.ladders())
+        for ladder, steps in fam.ladders().items():
+            got = rows[rows["ladder"] == ladder]
+            shape = "x".join(map(str, plan.ladder_shape(ladder)))
+            assert list(got["impl_key"]) == [s.key for s in steps]
+            assert set(got["shape"]) == {shape} and set(got["dtype"]) == {plan.ladder_dtype(steps)}
+        sent += list(zip(rows["kernel"], rows["impl_key"], rows["dtype"], rows["shape"].astype(str), strict=True))
+        # each step's record came back to it
+        assert list(rows["duration_us"]) == list(range(n, n + len(rows)))
+        n += len(rows)
+    # each step went to ncu with its own family, ladder shape and dtype
     assert [tuple(step) for step in calls[0]] == sent
-    assert list(rows["duration_us"]) == list(range(len(rows)))
 
 
 def test_a_family_whose_sources_fail_is_built_out_of_the_extension(tmp_path, monkeypatch):

@@ -45,18 +45,22 @@ rule ptx:
 
 rule ncu:
     input:
-        code=kernel_code,
+        code=ALL_KERNEL_CODE,
         build=rules.build_cuda.output.json,
-        tuned=rules.measure.output.autotune,
+        # after the measure jobs: Triton kernels run the configs they tuned
+        tuned=per_kernel("autotune/{kernel}.csv", LADDER_KERNELS),
     output:
-        csv=stage("ncu/{kernel}.csv"),
+        # one session for every family's ladder steps: a session's start-up (Python, CUDA
+        # under ncu) cost about 10 s, as much as the profiling of a family
+        csv=per_kernel("ncu/{kernel}.csv", LADDER_KERNELS),
     log:
-        stage("logs/ncu/{kernel}.log"),
+        stage("logs/ncu.log"),
     resources:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
-        config=kernel_job_config("ncu"),
+        kernels=LADDER_KERNELS,
+        config=job_config(LADDER_KERNELS, ["ncu"]),
         env=job_env,
     script:
         "../scripts/ncu.py"
