@@ -82,7 +82,7 @@ def compiled(fn: Callable, **compile_kwargs) -> Callable:
         return build("fn", **compile_kwargs)(*inputs, **params)
 
     def lower(out, *inputs, **params):
-        build("lower", backend=_lower_only)(*inputs, **params)
+        build("lower", backend=_lower_only, fullgraph=True)(*inputs, **params)
 
     if "mode" not in compile_kwargs and "backend" not in compile_kwargs:
         run.lower = lower  # max-autotune times its choices on the GPU while it compiles

@@ -6,9 +6,10 @@ that touches no GPU: importing Inductor, compiling Triton kernels and autotune c
 lowering graphs. ``preparation`` gives that work, so the worker can do it on the spare
 cores while earlier implementations are timed, and only time when its turn comes.
 
-A preparation launches nothing on the GPU, so it cannot disturb the timing beside it:
+A preparation launches no kernel on the GPU, so it does not disturb the timing beside it:
 Triton kernels are compiled from arguments on the ``meta`` device (shapes and dtypes, no
-memory), and torch.compile graphs are lowered by Inductor without being run. What it
+memory), and torch.compile graphs are lowered by Inductor without being run (lowering
+does make a few sub-microsecond memcpys per graph, seen under the CUDA profiler). What it
 compiles lands in the worker's own caches and the run's disk caches, where the timed part
 finds it. A preparation is only a head start: if it fails, the worker compiles as it runs
 and reports what goes wrong there.
@@ -71,7 +72,8 @@ def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
     """Import Inductor (seconds per process) and lower every case's graph without running
     it (``kit.compile_only``); max-autotune times its choices on the GPU, so it only imports.
     A graph whose lowering wants to time something on the GPU (Inductor's benchmarker:
-    matmul padding, say) is left for the worker's turn."""
+    matmul padding, say) or breaks (Dynamo would run the rest eagerly) is left for the
+    worker's turn."""
     import torch
 
     from kernellab import kit
@@ -81,7 +83,7 @@ def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
 
     lowered, left = 0, 0
     if kit.compiles_ahead(impl.fn):
-        with _no_gpu_timing():
+        with _gpu_left_alone():
             for case in cases:
                 params = case.param_dict
                 meta = family.make_inputs(case.shape, case.dtype, "meta", 0, **params)
@@ -105,9 +107,11 @@ class GpuTimingWhilePreparing(RuntimeError):
 
 
 @contextlib.contextmanager
-def _no_gpu_timing():
-    """Inductor's benchmarker refuses to run: timing kernels now would share the GPU with
-    the worker being timed."""
+def _gpu_left_alone():
+    """While lowering, Inductor's benchmarker refuses to run: timing kernels now would share
+    the GPU with the worker being timed. (What lowering still puts on the GPU, under the
+    CUDA profiler: pairs of sub-microsecond memcpys per graph, Dynamo's and AOTAutograd's
+    bookkeeping, no kernel.)"""
     from torch._inductor.runtime.benchmarking import benchmarker
 
     def refuse(*args, **kwargs):

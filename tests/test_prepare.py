@@ -169,9 +169,11 @@ def test_lowering_ahead_fills_the_cache_the_real_call_then_reads(tmp_path, monke
 
 # ------------------------------------------------------------------ on the GPU
 @pytest.mark.gpu
-def test_preparations_launch_nothing_on_the_gpu():
+def test_preparations_launch_no_kernel_on_the_gpu(tmp_path):
     """The preparations of a row family's Triton and torch.compile implementations, under
-    the CUDA profiler: no kernel, no memcpy, no memset."""
+    the CUDA profiler, with caches of their own (a cold compile): no kernel and no memset;
+    Triton's no memcpy either, Inductor's lowering only memcpys under 2 us each (Dynamo's
+    and AOTAutograd's bookkeeping: about 0.7 us each on the H200)."""
     from torch.profiler import ProfilerActivity, profile
 
     from kernellab.prepare import preparation
@@ -180,6 +182,8 @@ def test_preparations_launch_nothing_on_the_gpu():
     plan = kernel_plan("softmax", {"dtypes": ["bf16"], "shapes": ["64x2048"], "check_shapes": ["3x1001"]}, "gpu")
 
     def work():
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "inductor")
+        os.environ["TRITON_CACHE_DIR"] = str(tmp_path / "triton")
         for key in ("triton@autotuned", "triton@fused_row", "compiled"):
             impl = fam.impls[key]
             tuned = plan.cases(fam, impl)
@@ -187,9 +191,12 @@ def test_preparations_launch_nothing_on_the_gpu():
             prepare = preparation(fam, impl, tuned, untuned, "cuda", 4)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 prepare()
-            yield {"impl": key, "gpu_events": [e.name for e in prof.events() if e.device_type.name == "CUDA"]}
+            yield {"impl": key, "gpu_events": [(e.name, e.time_range.end - e.time_range.start) for e in prof.events()
+                                               if e.device_type.name == "CUDA"]}
 
     records, problem = isolate.run(work, 600)
     assert not problem, problem
-    assert [r["impl"] for r in records] == ["triton@autotuned", "triton@fused_row", "compiled"]
-    assert all(not r["gpu_events"] for r in records), records
+    events = {r["impl"]: r["gpu_events"] for r in records}
+    assert list(events) == ["triton@autotuned", "triton@fused_row", "compiled"]
+    assert events["triton@autotuned"] == [] and events["triton@fused_row"] == []
+    assert all(name.startswith("Memcpy") and us < 2.0 for name, us in events["compiled"]), events["compiled"]
