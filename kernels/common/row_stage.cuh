@@ -12,6 +12,8 @@
 // one-block-per-row kernel otherwise.
 #pragma once
 
+#include <algorithm>
+
 #include "common.cuh"
 
 namespace kl {
@@ -57,35 +59,124 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// Copy `bytes` (a multiple of 16) from global `src` to shared `dst`, both 16-byte aligned: thread
-// 0 arms the single-use mbarrier `bar` and issues the bulk copies, then every thread of the CTA
-// waits for them. Call once per CTA, by all its threads.
-__device__ __forceinline__ void stage_row(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+// mbarriers counting bulk copies. Thread 0 initialises a barrier (one arrival per phase) and arms
+// each phase with the bytes to expect, issuing the copies itself; every thread then waits for
+// the phase's parity. A barrier must be initialised, and that made visible (a __syncthreads),
+// before any thread waits on it.
+__device__ __forceinline__ void init_barrier(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+// Thread 0: copy `bytes` (a multiple of 16) from global `src` to shared `dst`, both 16-byte
+// aligned, in bulk copies completing on `bar`'s current phase.
+__device__ __forceinline__ void issue_row(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const uint32_t b = smem_addr(bar);
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
-    const uint32_t d = smem_addr(dst);
-    const char* s = static_cast<const char*>(src);
-    for (uint32_t off = 0; off < bytes; off += kStageChunk) {
-      const uint32_t n = bytes - off < kStageChunk ? bytes - off : kStageChunk;
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(d + off),
-          "l"(s + off), "r"(n), "r"(b)
-          : "memory");
-    }
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
+  const uint32_t d = smem_addr(dst);
+  const char* s = static_cast<const char*>(src);
+  for (uint32_t off = 0; off < bytes; off += kStageChunk) {
+    const uint32_t n = bytes - off < kStageChunk ? bytes - off : kStageChunk;
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(d + off),
+        "l"(s + off), "r"(n), "r"(b)
+        : "memory");
   }
-  __syncthreads();  // no thread polls the barrier before it is initialised
+#endif
+}
+
+__device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile(
       "{\n"
       ".reg .pred done;\n"
       "STAGE_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra STAGE_WAIT;\n"
-      "}\n" ::"r"(b)
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
       : "memory");
+#endif
+}
+
+// Copy one row to shared memory and wait for it: a single-use barrier. Call once per CTA, by
+// all its threads.
+__device__ __forceinline__ void stage_row(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  if (threadIdx.x == 0) {
+    init_barrier(bar);
+    issue_row(dst, src, bytes, bar);
+  }
+  __syncthreads();  // no thread polls the barrier before it is initialised
+  wait_barrier(bar, 0);
+}
+
+// Resident rows: a persistent CTA holds its per-column parameters (weight, bias) in registers,
+// loaded once, and walks rows blockIdx.x, + gridDim.x, ... through two staged row buffers,
+// the next row's bulk copy in flight while it works on the current one. Rows of at most
+// kResidentVecs vectors per thread of a CTA of at most 1024 threads.
+constexpr int kResidentVecs = 4;
+
+inline int resident_threads(int64_t units) {
+  int64_t t = (cdiv(units, kResidentVecs) + 31) / 32 * 32;
+  return static_cast<int>(t < 32 ? 32 : t);
+}
+
+inline bool resident_rows_fit(int64_t row_bytes, bool rows_aligned) {
+  return rows_aligned && row_bytes % 16 == 0 && sm90_or_newer() && row_bytes / 16 <= kResidentVecs * 1024 &&
+         2 * row_bytes + static_cast<int64_t>(kStageStaticBytes) <= max_smem_optin();
+}
+
+// Launch `kernel` persistent: as many CTAs as fit on the device at once (at most one per row),
+// each with two row buffers of dynamic shared memory.
+template <typename Kernel, typename... Args>
+int launch_resident_rows(Kernel kernel, int64_t rows, int64_t row_bytes, int threads, cudaStream_t stream,
+                         Args... args) {
+  const size_t smem = static_cast<size_t>(2 * row_bytes);
+  int status = allow_smem(kernel, smem);
+  if (status != kOk) return status;
+  status = static_cast<int>(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  if (status != kOk) return status;
+  int per_sm = 0;
+  status = static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  if (status != kOk) return status;
+  const int64_t grid = std::min<int64_t>(rows, static_cast<int64_t>(num_sms()) * std::max(per_sm, 1));
+  kernel<<<static_cast<unsigned>(grid), threads, smem, stream>>>(args...);
+  return launch_status();
+}
+
+// The loop of a resident CTA over its rows: body(row, buffer) for each, with the row staged in
+// `buffer` (two buffers of `units` vectors at `staged`). The next copy into a buffer is issued
+// once every thread is done with it.
+template <typename Body>
+__device__ __forceinline__ void resident_rows(uint4* staged, const char* src, int64_t rows, int units,
+                                              uint64_t (&bars)[2], Body body) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uint32_t bytes = static_cast<uint32_t>(units) * 16u;
+  if (threadIdx.x == 0) {
+    init_barrier(&bars[0]);
+    init_barrier(&bars[1]);
+    for (int s = 0; s < 2; ++s) {
+      const int64_t row = blockIdx.x + s * static_cast<int64_t>(gridDim.x);
+      if (row < rows) issue_row(staged + s * units, src + row * bytes, bytes, &bars[s]);
+    }
+  }
+  __syncthreads();
+  int i = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, ++i) {
+    const int s = i & 1;
+    wait_barrier(&bars[s], (i >> 1) & 1);
+    body(row, staged + s * units);
+    __syncthreads();  // every thread is done reading the buffer
+    const int64_t next = row + 2 * static_cast<int64_t>(gridDim.x);
+    if (threadIdx.x == 0 && next < rows) {
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the generic reads before the copy
+      issue_row(staged + s * units, src + next * bytes, bytes, &bars[s]);
+    }
+  }
 #endif
 }
 

@@ -16,6 +16,11 @@
 // prefetch step): the write pass's first weight and bias loads are issued before the row has
 // arrived, so that their latency passes during the statistics. Rows that cannot be staged take
 // layer_norm_block.
+//
+// layer_norm_resident (sm_90): persistent CTAs, weight and bias in registers (loaded once per
+// CTA, not once per row from L2), rows staged through two buffers (row_stage.cuh,
+// resident_rows): the next row's copy lands while the current one is reduced and written.
+// Rows too long for it take layer_norm_staged with prefetch, or layer_norm_block.
 #include "common.cuh"
 #include "layer_norm.h"
 #include "row_cluster.cuh"
@@ -141,6 +146,37 @@ __global__ void __launch_bounds__(kl::kStageThreads)
 #endif
 }
 
+template <typename T>
+__global__ void __launch_bounds__(1024)
+    layer_norm_resident(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                        T* __restrict__ out, int64_t rows, int cols, float eps) {
+#if KL_SM90_BODY
+  using P = kl::Pack<T>;
+  constexpr int N = P::N;
+  extern __shared__ __align__(128) uint4 staged[];
+  __shared__ float scratch[32];
+  __shared__ __align__(8) uint64_t bars[2];
+  const int units = cols / N;
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  const T* const params[2] = {w, b};
+  kl::ParamStep<T, 2, kl::kResidentVecs> step;  // the whole row's share of this thread, held
+  step.load(params, threadIdx.x, units);
+  kl::resident_rows(staged, reinterpret_cast<const char*>(x), rows, units, bars, [&](int64_t row, const uint4* row_buf) {
+    const float s = kl::staged_fold<T>(row_buf, units, 0.0f, [](float a, float v) { return a + v; });
+    const float mean = kl::block_sum(s, scratch) * inv_cols;
+    const float ss = kl::staged_fold<T>(row_buf, units, 0.0f, [mean](float a, float v) {
+      return a + (v - mean) * (v - mean);
+    });
+    const float rstd = rsqrtf(kl::block_sum(ss, scratch) * inv_cols + eps);
+    kl::staged_write(row_buf, units, params, out + row * cols, step,
+                     [mean, rstd](float(&v)[N], const float(&q)[2][N]) {
+#pragma unroll
+                       for (int j = 0; j < N; ++j) v[j] = (v[j] - mean) * rstd * q[0][j] + q[1][j];
+                     });
+  });
+#endif
+}
+
 namespace kl {
 namespace {
 
@@ -184,8 +220,12 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
       cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_layer_norm_cluster(x, w, b, out, rows, cols, eps, shape, stream);
   }
-  if ((variant == kLayerNormStaged || variant == kLayerNormPrefetch) && staged_rows_fit(cols * sizeof(T), vec)) {
-    auto kernel = variant == kLayerNormPrefetch ? layer_norm_staged<T, true> : layer_norm_staged<T, false>;
+  if (variant == kLayerNormResident && resident_rows_fit(cols * sizeof(T), vec)) {
+    return launch_resident_rows(layer_norm_resident<T>, rows, cols * sizeof(T), resident_threads(units), stream, x,
+                                w, b, out, rows, static_cast<int>(cols), eps);
+  }
+  if (variant >= kLayerNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
+    auto kernel = variant == kLayerNormStaged ? layer_norm_staged<T, false> : layer_norm_staged<T, true>;
     return launch_staged_rows(kernel, rows, cols * sizeof(T), staged_threads(units), stream, x, w, b, out,
                               static_cast<int>(cols), eps);
   }
@@ -202,7 +242,7 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
 
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
                       float eps, DType dtype, int variant, cudaStream_t stream) {
-  if (variant < kLayerNormBlock || variant > kLayerNormPrefetch) return kErrUnknownVariant;
+  if (variant < kLayerNormBlock || variant > kLayerNormResident) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {

@@ -6,8 +6,14 @@
 
 namespace kl {
 
-enum LayerNormVariant : int { kLayerNormBlock = 0, kLayerNormCluster = 1, kLayerNormStaged = 2, kLayerNormPrefetch = 3 };
-inline constexpr const char* kLayerNormVariants[] = {"block", "cluster", "staged", "prefetch"};
+enum LayerNormVariant : int {
+  kLayerNormBlock = 0,
+  kLayerNormCluster = 1,
+  kLayerNormStaged = 2,
+  kLayerNormPrefetch = 3,
+  kLayerNormResident = 4
+};
+inline constexpr const char* kLayerNormVariants[] = {"block", "cluster", "staged", "prefetch", "resident"};
 
 // out = (x - mean) / sqrt(var + eps) * w + b, per row of (rows, cols); w, b have cols elements.
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,

@@ -78,7 +78,10 @@ def test_precompile_leaves_nothing_for_the_tuner_to_compile():
     check(fam, got, (x, w, b), out, case.shape, "bf16")
 
 
-ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), (7, 8), (300, 33)]
+# (20000, 1024) and (600, 32768): more rows than resident CTAs, so each walks several rows and
+# reuses both of its buffers
+ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), (7, 8), (300, 33), (20000, 1024),
+              (600, 32768)]
 
 
 @pytest.mark.gpu

@@ -6,8 +6,14 @@
 
 namespace kl {
 
-enum RmsNormVariant : int { kRmsNormBlock = 0, kRmsNormCluster = 1, kRmsNormStaged = 2, kRmsNormPrefetch = 3 };
-inline constexpr const char* kRmsNormVariants[] = {"block", "cluster", "staged", "prefetch"};
+enum RmsNormVariant : int {
+  kRmsNormBlock = 0,
+  kRmsNormCluster = 1,
+  kRmsNormStaged = 2,
+  kRmsNormPrefetch = 3,
+  kRmsNormResident = 4
+};
+inline constexpr const char* kRmsNormVariants[] = {"block", "cluster", "staged", "prefetch", "resident"};
 
 // out = x / sqrt(mean(x^2) + eps) * w, per row of (rows, cols); w has cols elements.
 int rms_norm_launch(const void* x, const void* w, void* out, int64_t rows, int64_t cols, float eps,

@@ -39,7 +39,10 @@ def test_sm90_only_16_byte_loads(sm90_ptx):
         assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
 
 
-ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), (7, 8), (300, 33)]
+# (20000, 1024) and (600, 32768): more rows than resident CTAs, so each walks several rows and
+# reuses both of its buffers
+ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), (7, 8), (300, 33), (20000, 1024),
+              (600, 32768)]
 
 
 @pytest.mark.gpu
