@@ -114,8 +114,8 @@ __device__ __forceinline__ void stage_row(void* dst, const void* src, uint32_t b
 }
 
 // Resident rows: a persistent CTA holds its per-column parameters (weight, bias) in registers,
-// loaded once, and walks rows blockIdx.x, + gridDim.x, ... through two staged row buffers,
-// the next row's bulk copy in flight while it works on the current one. Rows of at most
+// loaded once, and walks rows blockIdx.x, + gridDim.x, ... through S staged row buffers, the
+// next S - 1 rows' bulk copies in flight while it works on the current one. Rows of at most
 // kResidentVecs vectors per thread of a CTA of at most 1024 threads.
 constexpr int kResidentVecs = 4;
 
@@ -124,17 +124,17 @@ inline int resident_threads(int64_t units) {
   return static_cast<int>(t < 32 ? 32 : t);
 }
 
-inline bool resident_rows_fit(int64_t row_bytes, bool rows_aligned) {
+inline bool resident_rows_fit(int64_t row_bytes, bool rows_aligned, int stages) {
   return rows_aligned && row_bytes % 16 == 0 && sm90_or_newer() && row_bytes / 16 <= kResidentVecs * 1024 &&
-         2 * row_bytes + static_cast<int64_t>(kStageStaticBytes) <= max_smem_optin();
+         stages * row_bytes + static_cast<int64_t>(kStageStaticBytes) <= max_smem_optin();
 }
 
 // Launch `kernel` persistent: as many CTAs as fit on the device at once (at most one per row),
-// each with two row buffers of dynamic shared memory.
+// each with `stages` row buffers of dynamic shared memory.
 template <typename Kernel, typename... Args>
-int launch_resident_rows(Kernel kernel, int64_t rows, int64_t row_bytes, int threads, cudaStream_t stream,
-                         Args... args) {
-  const size_t smem = static_cast<size_t>(2 * row_bytes);
+int launch_resident_rows(Kernel kernel, int64_t rows, int64_t row_bytes, int stages, int threads,
+                         cudaStream_t stream, Args... args) {
+  const size_t smem = static_cast<size_t>(stages * row_bytes);
   int status = allow_smem(kernel, smem);
   if (status != kOk) return status;
   status = static_cast<int>(
@@ -149,32 +149,35 @@ int launch_resident_rows(Kernel kernel, int64_t rows, int64_t row_bytes, int thr
 }
 
 // The loop of a resident CTA over its rows: body(row, buffer) for each, with the row staged in
-// `buffer` (two buffers of `units` vectors at `staged`). The next copy into a buffer is issued
+// `buffer` (S buffers of `units` vectors at `staged`). The next copy into a buffer is issued
 // once every thread is done with it.
-template <typename Body>
+template <int S, typename Body>
 __device__ __forceinline__ void resident_rows(uint4* staged, const char* src, int64_t rows, int units,
-                                              uint64_t (&bars)[2], Body body) {
+                                              uint64_t (&bars)[S], Body body) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const uint32_t bytes = static_cast<uint32_t>(units) * 16u;
   if (threadIdx.x == 0) {
-    init_barrier(&bars[0]);
-    init_barrier(&bars[1]);
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < S; ++s) {
+      init_barrier(&bars[s]);
       const int64_t row = blockIdx.x + s * static_cast<int64_t>(gridDim.x);
       if (row < rows) issue_row(staged + s * units, src + row * bytes, bytes, &bars[s]);
     }
   }
   __syncthreads();
-  int i = 0;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, ++i) {
-    const int s = i & 1;
-    wait_barrier(&bars[s], (i >> 1) & 1);
+  int s = 0;
+  uint32_t parity = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    wait_barrier(&bars[s], parity);
     body(row, staged + s * units);
     __syncthreads();  // every thread is done reading the buffer
-    const int64_t next = row + 2 * static_cast<int64_t>(gridDim.x);
+    const int64_t next = row + S * static_cast<int64_t>(gridDim.x);
     if (threadIdx.x == 0 && next < rows) {
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the generic reads before the copy
       issue_row(staged + s * units, src + next * bytes, bytes, &bars[s]);
+    }
+    if (++s == S) {
+      s = 0;
+      parity ^= 1u;
     }
   }
 #endif

@@ -18,9 +18,10 @@
 // layer_norm_block.
 //
 // layer_norm_resident (sm_90): persistent CTAs, weight and bias in registers (loaded once per
-// CTA, not once per row from L2), rows staged through two buffers (row_stage.cuh,
-// resident_rows): the next row's copy lands while the current one is reduced and written.
-// Rows too long for it take layer_norm_staged with prefetch, or layer_norm_block.
+// CTA, not once per row from L2), rows staged through S buffers (row_stage.cuh,
+// resident_rows): the next S - 1 rows' copies land while the current one is reduced and
+// written; S = 2 (the resident step) or 3 (resident3). Rows too long for it take
+// layer_norm_staged with prefetch, or layer_norm_block.
 #include "common.cuh"
 #include "layer_norm.h"
 #include "row_cluster.cuh"
@@ -146,7 +147,7 @@ __global__ void __launch_bounds__(kl::kStageThreads)
 #endif
 }
 
-template <typename T>
+template <typename T, int S>
 __global__ void __launch_bounds__(1024)
     layer_norm_resident(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                         T* __restrict__ out, int64_t rows, int cols, float eps) {
@@ -155,13 +156,13 @@ __global__ void __launch_bounds__(1024)
   constexpr int N = P::N;
   extern __shared__ __align__(128) uint4 staged[];
   __shared__ float scratch[32];
-  __shared__ __align__(8) uint64_t bars[2];
+  __shared__ __align__(8) uint64_t bars[S];
   const int units = cols / N;
   const float inv_cols = 1.0f / static_cast<float>(cols);
   const T* const params[2] = {w, b};
   kl::ParamStep<T, 2, kl::kResidentVecs> step;  // the whole row's share of this thread, held
   step.load(params, threadIdx.x, units);
-  kl::resident_rows(staged, reinterpret_cast<const char*>(x), rows, units, bars, [&](int64_t row, const uint4* row_buf) {
+  kl::resident_rows<S>(staged, reinterpret_cast<const char*>(x), rows, units, bars, [&](int64_t row, const uint4* row_buf) {
     const float s = kl::staged_fold<T>(row_buf, units, 0.0f, [](float a, float v) { return a + v; });
     const float mean = kl::block_sum(s, scratch) * inv_cols;
     const float ss = kl::staged_fold<T>(row_buf, units, 0.0f, [mean](float a, float v) {
@@ -220,8 +221,10 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
       cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_layer_norm_cluster(x, w, b, out, rows, cols, eps, shape, stream);
   }
-  if (variant == kLayerNormResident && resident_rows_fit(cols * sizeof(T), vec)) {
-    return launch_resident_rows(layer_norm_resident<T>, rows, cols * sizeof(T), resident_threads(units), stream, x,
+  const int stages = variant == kLayerNormResident ? 2 : 3;
+  if (variant >= kLayerNormResident && resident_rows_fit(cols * sizeof(T), vec, stages)) {
+    auto kernel = stages == 2 ? layer_norm_resident<T, 2> : layer_norm_resident<T, 3>;
+    return launch_resident_rows(kernel, rows, cols * sizeof(T), stages, resident_threads(units), stream, x,
                                 w, b, out, rows, static_cast<int>(cols), eps);
   }
   if (variant >= kLayerNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
@@ -242,7 +245,7 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
 
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
                       float eps, DType dtype, int variant, cudaStream_t stream) {
-  if (variant < kLayerNormBlock || variant > kLayerNormResident) return kErrUnknownVariant;
+  if (variant < kLayerNormBlock || variant > kLayerNormResident3) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {

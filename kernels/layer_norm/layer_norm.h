@@ -11,9 +11,10 @@ enum LayerNormVariant : int {
   kLayerNormCluster = 1,
   kLayerNormStaged = 2,
   kLayerNormPrefetch = 3,
-  kLayerNormResident = 4
+  kLayerNormResident = 4,
+  kLayerNormResident3 = 5
 };
-inline constexpr const char* kLayerNormVariants[] = {"block", "cluster", "staged", "prefetch", "resident"};
+inline constexpr const char* kLayerNormVariants[] = {"block", "cluster", "staged", "prefetch", "resident", "resident3"};
 
 // out = (x - mean) / sqrt(var + eps) * w + b, per row of (rows, cols); w, b have cols elements.
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,

@@ -184,6 +184,6 @@ FAMILY.add(Impl("rms_norm", "compiled", "compile", compiled(rms_norm_naive)))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml); prefetch is the staged kernel's
 # other instantiation.
 for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged"),
-                     ("resident", "resident")):
+                     ("resident", "resident"), ("resident3", "resident")):
     FAMILY.add(Impl("rms_norm", "cuda", "cuda", rms_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"rms_norm_{kernel}",)))

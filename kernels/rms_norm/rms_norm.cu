@@ -16,8 +16,8 @@
 // Rows that cannot be staged take rms_norm_block.
 //
 // rms_norm_resident (sm_90): persistent CTAs, the weight in registers (loaded once per CTA),
-// rows staged through two buffers (row_stage.cuh, resident_rows). Rows too long for it take
-// rms_norm_staged with prefetch, or rms_norm_block.
+// rows staged through S buffers (row_stage.cuh, resident_rows): S = 2 (the resident step) or 3
+// (resident3). Rows too long for it take rms_norm_staged with prefetch, or rms_norm_block.
 #include "common.cuh"
 #include "rms_norm.h"
 #include "row_cluster.cuh"
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kl::kStageThreads)
 #endif
 }
 
-template <typename T>
+template <typename T, int S>
 __global__ void __launch_bounds__(1024)
     rms_norm_resident(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, int64_t rows, int cols,
                       float eps) {
@@ -123,12 +123,12 @@ __global__ void __launch_bounds__(1024)
   constexpr int N = P::N;
   extern __shared__ __align__(128) uint4 staged[];
   __shared__ float scratch[32];
-  __shared__ __align__(8) uint64_t bars[2];
+  __shared__ __align__(8) uint64_t bars[S];
   const int units = cols / N;
   const T* const params[1] = {w};
   kl::ParamStep<T, 1, kl::kResidentVecs> step;  // the whole row's share of this thread, held
   step.load(params, threadIdx.x, units);
-  kl::resident_rows(staged, reinterpret_cast<const char*>(x), rows, units, bars, [&](int64_t row, const uint4* row_buf) {
+  kl::resident_rows<S>(staged, reinterpret_cast<const char*>(x), rows, units, bars, [&](int64_t row, const uint4* row_buf) {
     const float ss = kl::staged_fold<T>(row_buf, units, 0.0f, [](float a, float v) { return a + v * v; });
     const float rstd = rsqrtf(kl::block_sum(ss, scratch) / static_cast<float>(cols) + eps);
     kl::staged_write(row_buf, units, params, out + row * cols, step, [rstd](float(&v)[N], const float(&q)[1][N]) {
@@ -180,8 +180,10 @@ int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64
       cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_rms_norm_cluster(x, w, out, rows, cols, eps, shape, stream);
   }
-  if (variant == kRmsNormResident && resident_rows_fit(cols * sizeof(T), vec)) {
-    return launch_resident_rows(rms_norm_resident<T>, rows, cols * sizeof(T), resident_threads(units), stream, x, w,
+  const int stages = variant == kRmsNormResident ? 2 : 3;
+  if (variant >= kRmsNormResident && resident_rows_fit(cols * sizeof(T), vec, stages)) {
+    auto kernel = stages == 2 ? rms_norm_resident<T, 2> : rms_norm_resident<T, 3>;
+    return launch_resident_rows(kernel, rows, cols * sizeof(T), stages, resident_threads(units), stream, x, w,
                                 out, rows, static_cast<int>(cols), eps);
   }
   if (variant >= kRmsNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
@@ -202,7 +204,7 @@ int run_rms_norm(const void* xv, const void* wv, void* outv, int64_t rows, int64
 
 int rms_norm_launch(const void* x, const void* w, void* out, int64_t rows, int64_t cols, float eps,
                     DType dtype, int variant, cudaStream_t stream) {
-  if (variant < kRmsNormBlock || variant > kRmsNormResident) return kErrUnknownVariant;
+  if (variant < kRmsNormBlock || variant > kRmsNormResident3) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {
