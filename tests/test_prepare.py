@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,36 +19,42 @@ from kernellab.harness import measure_family
 _STATE: dict = {}
 
 
-def _preparing(seconds: float, fail: str = ""):
+def _preparing(seconds: float, fail: str = "", until: Path | None = None):
+    """A preparation that takes ``seconds``, or (``until``) waits at most 30 s for that file."""
     def prepare():
         _STATE.update(prepared_at=time.time(), cpus_preparing=sorted(os.sched_getaffinity(0)))
         if fail == "raise":
             raise ValueError("cannot prepare")
         if fail == "die":
             os._exit(3)
-        time.sleep(seconds)
-        _STATE["prepared"] = True
+        deadline = time.time() + (30 if until else seconds)
+        while time.time() < deadline and not (until and until.exists()):
+            time.sleep(0.01)
+        _STATE.update(prepared=True, saw_marker=bool(until and until.exists()))
 
     return prepare
 
 
-def _work(name: str):
+def _work(name: str, marker: Path | None = None):
     def work():
-        yield {"name": name, "prepared": _STATE.get("prepared", False), "prepared_at": _STATE.get("prepared_at"),
-               "cpus_preparing": _STATE.get("cpus_preparing"), "cpus": sorted(os.sched_getaffinity(0)),
-               "ran_at": time.time()}
+        if marker is not None:
+            marker.touch()
+        yield {"name": name, "prepared": _STATE.get("prepared", False), "saw_marker": _STATE.get("saw_marker"),
+               "cpus_preparing": _STATE.get("cpus_preparing"), "cpus": sorted(os.sched_getaffinity(0))}
 
     return work
 
 
-def test_a_prepared_work_waits_while_a_ready_one_behind_it_takes_the_turn():
-    works = [isolate.Work(_work("slow"), _preparing(1.0)), isolate.Work(_work("eager"))]
-    done = list(isolate.run_in_turn(works, 30, ahead=2))
+def test_a_prepared_work_waits_while_a_ready_one_behind_it_takes_the_turn(tmp_path):
+    """The first work's preparation lasts until the second work has run: it can only end
+    (without its 30 s timeout) if the second one took the turn while it prepared."""
+    marker = tmp_path / "eager-ran"
+    works = [isolate.Work(_work("slow"), _preparing(0, until=marker)), isolate.Work(_work("eager", marker))]
+    done = list(isolate.run_in_turn(works, 60, ahead=2))
     assert [i for i, _, _ in done] == [1, 0]  # the eager work did not wait for the compiler
     (slow,), problem = done[1][1], done[1][2]
     (eager,) = done[0][1]
-    assert not problem and slow["prepared"] and not eager["prepared"]
-    assert slow["prepared_at"] < eager["ran_at"]  # it prepared while the other one ran
+    assert not problem and slow["prepared"] and slow["saw_marker"] and not eager["prepared"]
     everything = sorted(os.sched_getaffinity(0))
     assert slow["cpus"] == everything  # its turn has every core again
     if len(everything) > 1:  # preparing, it leaves the first core to the work being timed
@@ -82,17 +89,23 @@ def _example_family():
     pytest.skip("no registered family with eager implementations")
 
 
-def test_measure_rows_keep_the_plans_order_whatever_order_the_workers_ran_in(monkeypatch):
+def test_measure_rows_keep_the_plans_order_whatever_order_the_workers_ran_in(monkeypatch, caplog):
     """The first implementation prepares (slowly) and so runs last; the tables still list
     the implementations in the plan's order."""
+    import logging
+
     from kernellab import prepare
 
     fam = _example_family()
     keys = ["torch_fused", "torch_naive"]
     monkeypatch.setattr(prepare, "preparation",
-                        lambda family, impl, *a: _preparing(0.5) if impl.key == "torch_fused" else None)
+                        lambda family, impl, *a: _preparing(1.0) if impl.key == "torch_fused" else None)
     plan = kernel_plan(fam.name, {"dtypes": ["fp32"], "shapes": [1000], "check_shapes": [33], "impls": keys}, "gpu")
-    checks, _, _ = measure_family(fam, plan, "cpu", 60, seeds=[0], ahead=2)
+    with caplog.at_level(logging.INFO, logger="kernellab"):
+        checks, _, _ = measure_family(fam, plan, "cpu", 60, seeds=[0], ahead=2)
+    ran = [key for m in caplog.messages for key in keys if m.startswith(f"{fam.name} {key}: ")]
+    assert ran == ["torch_naive", "torch_fused"]  # the workers ran out of the plan's order ...
+    # ... not the rows
     assert [r["impl_key"] for r in checks] == ["torch_fused", "torch_fused", "torch_naive", "torch_naive"]
     assert {r["status"] for r in checks} == {"ok"}
 
