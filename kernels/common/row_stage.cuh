@@ -39,17 +39,23 @@ inline bool staged_rows_fit(int64_t row_bytes, bool rows_aligned) {
          row_bytes + static_cast<int64_t>(kStageStaticBytes) <= max_smem_optin();
 }
 
-// Launch `kernel` with one CTA per row and `row_bytes` of dynamic shared memory, the
-// shared-memory carveout at its maximum so that as many rows as fit share an SM.
+// Let `kernel` take `bytes` of dynamic shared memory, with the shared-memory carveout at its
+// maximum so that as many staged rows as fit share an SM.
+template <typename Kernel>
+inline int allow_staged_smem(Kernel kernel, size_t bytes) {
+  const int status = allow_smem(kernel, bytes);
+  if (status != kOk) return status;
+  return static_cast<int>(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+}
+
+// Launch `kernel` with one CTA per row and `row_bytes` of dynamic shared memory.
 template <typename Kernel, typename... Args>
 int launch_staged_rows(Kernel kernel, int64_t rows, int64_t row_bytes, int threads, cudaStream_t stream,
                        Args... args) {
   if (rows > INT_MAX) return kErrBadSize;
   const size_t smem = static_cast<size_t>(row_bytes);
-  int status = allow_smem(kernel, smem);
-  if (status != kOk) return status;
-  status = static_cast<int>(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  const int status = allow_staged_smem(kernel, smem);
   if (status != kOk) return status;
   kernel<<<static_cast<unsigned>(rows), threads, smem, stream>>>(args...);
   return launch_status();
@@ -135,10 +141,7 @@ template <typename Kernel, typename... Args>
 int launch_resident_rows(Kernel kernel, int64_t rows, int64_t row_bytes, int stages, int threads,
                          cudaStream_t stream, Args... args) {
   const size_t smem = static_cast<size_t>(stages * row_bytes);
-  int status = allow_smem(kernel, smem);
-  if (status != kOk) return status;
-  status = static_cast<int>(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  int status = allow_staged_smem(kernel, smem);
   if (status != kOk) return status;
   int per_sm = 0;
   status = static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
