@@ -11,6 +11,7 @@ timed by the harness, and the fastest wins.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -45,23 +46,30 @@ def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConf
             yield from tuned(kernel, call, case, cfg, device, base)
 
 
-def precompile(family: Family, impl: Impl, cases: list[Case], device: str, workers: int) -> None:
+def precompile(family: Family, impl: Impl, cases: list[Case], device: str, workers: int,
+               untuned: list[Case] = ()) -> None:
     """Compile every config of every case before tuning, on ``workers`` threads
     (``triton_utils.precompile``): the launcher runs once per case with its launches
-    recorded, not run."""
+    recorded, not run. ``untuned``: cases that run their first config only (check-only
+    shapes). On ``meta`` (``kernellab.prepare``, compiling ahead) inputs are shapes only."""
     t0 = time.perf_counter()
     calls = []
-    for case in cases:
-        params = case.param_dict
-        inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
-        out = family.out_like(*inputs, **params)
-        with triton_utils.recording() as recorded, runtime.matmul_precision(case.dtype):
-            impl.fn(out, *inputs, **params)
-        calls += recorded
-        del inputs, out
+    for group, mode in ((cases, contextlib.nullcontext), (untuned, triton_utils.untuned)):
+        for case in group:
+            calls += recorded_launches(family, impl, case, device, mode)
     n, failed = triton_utils.precompile(calls, workers)
-    log.info("precompiled %s %s: %d configs (%d failed) on %d threads in %.1f s", family.name, impl.key, n, failed,
-             workers, time.perf_counter() - t0)
+    log.info("precompiled %s %s%s: %d configs (%d failed) on %d threads in %.1f s", family.name, impl.key,
+             " ahead, from shapes" if device == "meta" else "", n, failed, workers, time.perf_counter() - t0)
+
+
+def recorded_launches(family: Family, impl: Impl, case: Case, device: str, mode=contextlib.nullcontext) -> list:
+    """The Triton launches ``impl`` makes for ``case`` (inside ``mode()``), recorded, not run."""
+    params = case.param_dict
+    inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
+    out = family.out_like(*inputs, **params)
+    with triton_utils.recording() as recorded, mode(), runtime.matmul_precision(case.dtype):
+        impl.fn(out, *inputs, **params)
+    return list(recorded)
 
 
 def _tuned_by_triton(kernel, call, case: Case, cfg: TimingConfig, device: str, base: dict) -> Iterator[dict]:

@@ -296,7 +296,8 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
                 rows[0] += 1
             progress.running(key, rows[0])
 
-        untuned = [c for c in check_cases if c.shape not in {b.shape for b in bench_cases}]
+        bench_shapes = {b.shape for b in bench_cases}
+        untuned = [c for c in check_cases if c.shape not in bench_shapes]
         prepare = preparation(family, impl, bench_cases, untuned, device, compile_workers) if ahead else None
         works.append(isolate.Work(work, prepare, label=f"{family.name} {impl.key}", progress=running))
         plans.append((key, impl, check_cases, bench_cases, tune))

@@ -37,35 +37,12 @@ def preparation(family: Family, impl: Impl, tuned: list[Case], untuned: list[Cas
     if device != "cuda":
         return None
     if impl.backend == "triton":
-        return lambda: _triton(family, impl, tuned, untuned, workers)
+        from kernellab.autotune import precompile
+
+        return lambda: precompile(family, impl, tuned, "meta", workers, untuned)
     if impl.backend == "compile":
         return lambda: _compiled(family, impl, tuned + untuned)
     return None
-
-
-def _triton(family: Family, impl: Impl, tuned: list[Case], untuned: list[Case], workers: int) -> None:
-    from kernellab import triton_utils
-
-    t0 = time.perf_counter()
-    calls = []
-    for cases, mode in ((tuned, contextlib.nullcontext), (untuned, triton_utils.untuned)):
-        for case in cases:
-            calls += _recorded(family, impl, case, mode)
-    n, failed = triton_utils.precompile(calls, workers)
-    log.info("%s %s: compiled %d kernels ahead (%d failed) in %.1f s", family.name, impl.key, n, failed,
-             time.perf_counter() - t0)
-
-
-def _recorded(family: Family, impl: Impl, case: Case, mode) -> list:
-    """The Triton launches ``impl`` makes for ``case``, recorded from inputs on ``meta``."""
-    from kernellab import triton_utils
-
-    params = case.param_dict
-    inputs = family.make_inputs(case.shape, case.dtype, "meta", 0, **params)
-    out = family.out_like(*inputs, **params)
-    with triton_utils.recording() as recorded, mode(), runtime.matmul_precision(case.dtype):
-        impl.fn(out, *inputs, **params)
-    return list(recorded)
 
 
 def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:

@@ -146,12 +146,12 @@ def test_recording_captures_plain_and_autotuned_launches_and_runs_neither():
 
 
 def test_check_only_shapes_record_only_the_first_config():
-    from kernellab.prepare import _recorded
+    from kernellab.autotune import recorded_launches
 
     fam, _, tuned = _row_family_with_triton_steps()
     case = Case(fam.name, tuned.key, (8, 512), "fp32")
-    every = _recorded(fam, tuned, case, lambda: __import__("contextlib").nullcontext())
-    first = _recorded(fam, tuned, case, triton_utils.untuned)
+    every = recorded_launches(fam, tuned, case, "meta")
+    first = recorded_launches(fam, tuned, case, "meta", triton_utils.untuned)
     assert len(every[0][1]) > 1 and len(first[0][1]) == 1 and first[0][1][0] is every[0][1][0]
 
 
