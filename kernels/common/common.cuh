@@ -290,6 +290,49 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return warp_max(v);
 }
 
+// Count, mean and sum of squared deviations from the mean (M2) of a set of values, for a
+// variance from one pass: parts merge by Chan et al.'s update, each part centred on its own
+// mean, so no E[x^2] - E[x]^2 cancellation.
+struct Moments {
+  float n, mean, m2;
+};
+
+// Merge b into a; a.n + b.n > 0.
+__device__ __forceinline__ Moments merge_moments(Moments a, Moments b) {
+  const float n = a.n + b.n;
+  const float delta = b.mean - a.mean;
+  const float wb = __fdividef(b.n, n);
+  return {n, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * a.n * wb};
+}
+
+// Shuffled down, then lane 0's total broadcast, so that every lane holds the same bits.
+__device__ __forceinline__ Moments warp_moments(Moments m) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const Moments o{__shfl_down_sync(0xffffffffu, m.n, offset), __shfl_down_sync(0xffffffffu, m.mean, offset),
+                    __shfl_down_sync(0xffffffffu, m.m2, offset)};
+    if (o.n > 0.0f) m = m.n > 0.0f ? merge_moments(m, o) : o;
+  }
+  return {__shfl_sync(0xffffffffu, m.n, 0), __shfl_sync(0xffffffffu, m.mean, 0), __shfl_sync(0xffffffffu, m.m2, 0)};
+}
+
+// Block-wide merge, like block_sum; `scratch` holds 96 floats of shared memory.
+__device__ __forceinline__ Moments block_moments(Moments m, float* scratch) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int nwarps = blockDim.x >> 5;
+  m = warp_moments(m);
+  __syncthreads();  // the previous call's readers are done with scratch
+  if (lane == 0) {
+    scratch[warp] = m.n;
+    scratch[32 + warp] = m.mean;
+    scratch[64 + warp] = m.m2;
+  }
+  __syncthreads();
+  m = lane < nwarps ? Moments{scratch[lane], scratch[32 + lane], scratch[64 + lane]} : Moments{0.0f, 0.0f, 0.0f};
+  return warp_moments(m);
+}
+
 // ---- Philox4x32-10 (Salmon et al., SC'11; the generator of Random123 and cuRAND) ------------
 
 struct U32x4 {

@@ -201,6 +201,27 @@ __device__ __forceinline__ float staged_fold(const uint4* staged, int units, flo
   return acc;
 }
 
+// This thread's Moments of a staged row's values: each vector's own mean and M2 from
+// registers, merged into the running ones (one shared-memory pass for both statistics).
+template <typename T>
+__device__ __forceinline__ Moments staged_moments(const uint4* staged, int units) {
+  constexpr int N = Pack<T>::N;
+  Moments m{0.0f, 0.0f, 0.0f};
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    float v[N];
+    Pack<T>::unpack(staged[u], v);
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < N; ++j) s += v[j];
+    const float mean = s * (1.0f / N);
+    float m2 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < N; ++j) m2 += (v[j] - mean) * (v[j] - mean);
+    m = merge_moments(m, Moments{static_cast<float>(N), mean, m2});
+  }
+  return m;
+}
+
 // The per-column parameters (weight, bias) of K vectors per thread, from vector u0 on with a
 // stride of blockDim.x: the loads of one step of a staged row's write pass (L2 hits).
 template <typename T, int P, int K = 4>

@@ -213,6 +213,7 @@ FAMILY.add(Impl("layer_norm", "compiled", "compile", compiled(layer_norm_naive))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml); prefetch is the staged kernel's
 # other instantiation.
 for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged"),
-                     ("resident", "resident"), ("resident3", "resident")):
+                     ("resident", "resident"), ("resident3", "resident"), ("onepass", "staged"),
+                     ("onepass_resident", "resident")):
     FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"layer_norm_{kernel}",)))

@@ -22,6 +22,10 @@
 // resident_rows): the next S - 1 rows' copies land while the current one is reduced and
 // written; S = 2 (the resident step) or 3 (resident3). Rows too long for it take
 // layer_norm_staged with prefetch, or layer_norm_block.
+//
+// ONEPASS (the onepass and onepass_resident steps): the staged kernel with prefetch, or the
+// resident one with two buffers, taking mean and variance from one pass over the staged row
+// (each thread's Moments, one block reduction) instead of two passes and two reductions.
 #include "common.cuh"
 #include "layer_norm.h"
 #include "row_cluster.cuh"
@@ -116,7 +120,26 @@ __global__ void __launch_bounds__(kl::kClusterThreads)
 #endif
 }
 
-template <typename T, bool PREFETCH>
+// Mean and rstd of a staged row: the mean, then the centred variance (two passes, two block
+// reductions), or ONEPASS: both from one pass, merged as Moments in one block reduction.
+// `scratch`: 96 floats.
+template <typename T, bool ONEPASS>
+__device__ __forceinline__ float2 staged_stats(const uint4* row, int units, float inv_cols, float eps,
+                                               float* scratch) {
+  if constexpr (ONEPASS) {
+    const kl::Moments m = kl::block_moments(kl::staged_moments<T>(row, units), scratch);
+    return make_float2(m.mean, rsqrtf(m.m2 * inv_cols + eps));
+  } else {
+    const float s = kl::staged_fold<T>(row, units, 0.0f, [](float a, float v) { return a + v; });
+    const float mean = kl::block_sum(s, scratch) * inv_cols;
+    const float ss = kl::staged_fold<T>(row, units, 0.0f, [mean](float a, float v) {
+      return a + (v - mean) * (v - mean);
+    });
+    return make_float2(mean, rsqrtf(kl::block_sum(ss, scratch) * inv_cols + eps));
+  }
+}
+
+template <typename T, bool PREFETCH, bool ONEPASS>
 __global__ void __launch_bounds__(kl::kStageThreads)
     layer_norm_staged(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                       T* __restrict__ out, int cols, float eps) {
@@ -124,7 +147,7 @@ __global__ void __launch_bounds__(kl::kStageThreads)
   using P = kl::Pack<T>;
   constexpr int N = P::N;
   extern __shared__ __align__(128) uint4 staged[];
-  __shared__ float scratch[32];
+  __shared__ float scratch[ONEPASS ? 96 : 32];
   __shared__ __align__(8) uint64_t bar;
   const int64_t row = blockIdx.x;
   const int units = cols / N;
@@ -133,12 +156,8 @@ __global__ void __launch_bounds__(kl::kStageThreads)
   kl::ParamStep<T, 2> step;
   if constexpr (PREFETCH) step.load(params, threadIdx.x, units);
   kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
-  const float s = kl::staged_fold<T>(staged, units, 0.0f, [](float a, float v) { return a + v; });
-  const float mean = kl::block_sum(s, scratch) * inv_cols;
-  const float ss = kl::staged_fold<T>(staged, units, 0.0f, [mean](float a, float v) {
-    return a + (v - mean) * (v - mean);
-  });
-  const float rstd = rsqrtf(kl::block_sum(ss, scratch) * inv_cols + eps);
+  const float2 stats = staged_stats<T, ONEPASS>(staged, units, inv_cols, eps, scratch);
+  const float mean = stats.x, rstd = stats.y;
   if constexpr (!PREFETCH) step.load(params, threadIdx.x, units);
   kl::staged_write(staged, units, params, out + row * cols, step, [mean, rstd](float(&v)[N], const float(&q)[2][N]) {
 #pragma unroll
@@ -147,7 +166,7 @@ __global__ void __launch_bounds__(kl::kStageThreads)
 #endif
 }
 
-template <typename T, int S>
+template <typename T, int S, bool ONEPASS>
 __global__ void __launch_bounds__(1024)
     layer_norm_resident(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                         T* __restrict__ out, int64_t rows, int cols, float eps) {
@@ -155,7 +174,7 @@ __global__ void __launch_bounds__(1024)
   using P = kl::Pack<T>;
   constexpr int N = P::N;
   extern __shared__ __align__(128) uint4 staged[];
-  __shared__ float scratch[32];
+  __shared__ float scratch[ONEPASS ? 96 : 32];
   __shared__ __align__(8) uint64_t bars[S];
   const int units = cols / N;
   const float inv_cols = 1.0f / static_cast<float>(cols);
@@ -163,12 +182,8 @@ __global__ void __launch_bounds__(1024)
   kl::ParamStep<T, 2, kl::kResidentVecs> step;  // the whole row's share of this thread, held
   step.load(params, threadIdx.x, units);
   kl::resident_rows<S>(staged, reinterpret_cast<const char*>(x), rows, units, bars, [&](int64_t row, const uint4* row_buf) {
-    const float s = kl::staged_fold<T>(row_buf, units, 0.0f, [](float a, float v) { return a + v; });
-    const float mean = kl::block_sum(s, scratch) * inv_cols;
-    const float ss = kl::staged_fold<T>(row_buf, units, 0.0f, [mean](float a, float v) {
-      return a + (v - mean) * (v - mean);
-    });
-    const float rstd = rsqrtf(kl::block_sum(ss, scratch) * inv_cols + eps);
+    const float2 stats = staged_stats<T, ONEPASS>(row_buf, units, inv_cols, eps, scratch);
+    const float mean = stats.x, rstd = stats.y;
     kl::staged_write(row_buf, units, params, out + row * cols, step,
                      [mean, rstd](float(&v)[N], const float(&q)[2][N]) {
 #pragma unroll
@@ -221,14 +236,21 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
       cluster_shape(units, cluster_vecs(units), shape)) {
     return launch_layer_norm_cluster(x, w, b, out, rows, cols, eps, shape, stream);
   }
-  const int stages = variant == kLayerNormResident ? 2 : 3;
-  if (variant >= kLayerNormResident && resident_rows_fit(cols * sizeof(T), vec, stages)) {
-    auto kernel = stages == 2 ? layer_norm_resident<T, 2> : layer_norm_resident<T, 3>;
+  const bool resident = variant == kLayerNormResident || variant == kLayerNormResident3 ||
+                        variant == kLayerNormOnePassResident;
+  const int stages = variant == kLayerNormResident3 ? 3 : 2;
+  if (resident && resident_rows_fit(cols * sizeof(T), vec, stages)) {
+    auto kernel = variant == kLayerNormOnePassResident ? layer_norm_resident<T, 2, true>
+                  : stages == 2                        ? layer_norm_resident<T, 2, false>
+                                                       : layer_norm_resident<T, 3, false>;
     return launch_resident_rows(kernel, rows, cols * sizeof(T), stages, resident_threads(units), stream, x,
                                 w, b, out, rows, static_cast<int>(cols), eps);
   }
   if (variant >= kLayerNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
-    auto kernel = variant == kLayerNormStaged ? layer_norm_staged<T, false> : layer_norm_staged<T, true>;
+    const bool onepass = variant >= kLayerNormOnePass;
+    auto kernel = variant == kLayerNormStaged ? layer_norm_staged<T, false, false>
+                  : onepass                   ? layer_norm_staged<T, true, true>
+                                              : layer_norm_staged<T, true, false>;
     return launch_staged_rows(kernel, rows, cols * sizeof(T), staged_threads(units), stream, x, w, b, out,
                               static_cast<int>(cols), eps);
   }
@@ -245,7 +267,7 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
 
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
                       float eps, DType dtype, int variant, cudaStream_t stream) {
-  if (variant < kLayerNormBlock || variant > kLayerNormResident3) return kErrUnknownVariant;
+  if (variant < kLayerNormBlock || variant > kLayerNormOnePassResident) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {

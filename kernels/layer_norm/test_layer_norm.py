@@ -98,6 +98,20 @@ def test_gpu_cuda_op(kl_ops, dtype, shape, variant):
     assert cuda_rel_err(out, ref) < cuda_tol(dtype)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(5, 1001), (64, 4096), (600, 32768)])
+@pytest.mark.parametrize("variant", [s.step for s in fam.ladders()["hopper_rows"]])
+def test_gpu_cuda_op_large_mean(kl_ops, shape, variant):
+    """Rows with mean / std = 3000: every step's statistics stay centred (two passes, or each
+    thread's Moments merged by Chan's update), where E[x^2] - E[x]^2 in fp32 loses the variance."""
+    x = randn_cuda(shape, torch.float32, 8, scale=0.1, offset=300.0)
+    w, b = randn_cuda(shape[-1:], torch.float32, 6, offset=1.0), randn_cuda(shape[-1:], torch.float32, 7)
+    out = empty_like_nan(x)
+    kl_ops.layer_norm(x, w, b, out, 1e-5, variant)
+    ref = torch.nn.functional.layer_norm(x.double(), shape[-1:], w.double(), b.double(), 1e-5)
+    assert cuda_rel_err(out, ref) < 2e-3
+
+
 @pytest.mark.parametrize("large_mean", [False, True])
 @pytest.mark.parametrize("even", [True, False])
 def test_looped_path_in_chunks(even, large_mean):
