@@ -214,6 +214,6 @@ FAMILY.add(Impl("layer_norm", "compiled", "compile", compiled(layer_norm_naive))
 # other instantiation.
 for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged"),
                      ("resident", "resident"), ("resident3", "resident"), ("onepass", "staged"),
-                     ("onepass_resident", "resident")):
+                     ("onepass_resident", "resident"), ("lean", "staged")):
     FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"layer_norm_{kernel}",)))

@@ -26,6 +26,10 @@
 // ONEPASS (the onepass and onepass_resident steps): the staged kernel with prefetch, or the
 // resident one with two buffers, taking mean and variance from one pass over the staged row
 // (each thread's Moments, one block reduction) instead of two passes and two reductions.
+//
+// layer_norm_lean (the lean step): onepass's staged kernel with two vectors per write step
+// instead of four (the weight and bias loads a thread holds at once), in 32 registers, so
+// that eight CTAs of 256 threads share an SM where the 48 registers of four left room for five.
 #include "common.cuh"
 #include "layer_norm.h"
 #include "row_cluster.cuh"
@@ -139,11 +143,10 @@ __device__ __forceinline__ float2 staged_stats(const uint4* row, int units, floa
   }
 }
 
-template <typename T, bool PREFETCH, bool ONEPASS>
-__global__ void __launch_bounds__(kl::kStageThreads)
-    layer_norm_staged(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                      T* __restrict__ out, int cols, float eps) {
-#if KL_SM90_BODY
+// One staged row, K vectors per write step: the body of layer_norm_staged and layer_norm_lean.
+template <typename T, bool PREFETCH, bool ONEPASS, int K>
+__device__ __forceinline__ void staged_row(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                                           T* __restrict__ out, int cols, float eps) {
   using P = kl::Pack<T>;
   constexpr int N = P::N;
   extern __shared__ __align__(128) uint4 staged[];
@@ -153,7 +156,7 @@ __global__ void __launch_bounds__(kl::kStageThreads)
   const int units = cols / N;
   const float inv_cols = 1.0f / static_cast<float>(cols);
   const T* const params[2] = {w, b};
-  kl::ParamStep<T, 2> step;
+  kl::ParamStep<T, 2, K> step;
   if constexpr (PREFETCH) step.load(params, threadIdx.x, units);
   kl::stage_row(staged, x + row * cols, static_cast<uint32_t>(cols * sizeof(T)), &bar);
   const float2 stats = staged_stats<T, ONEPASS>(staged, units, inv_cols, eps, scratch);
@@ -163,6 +166,23 @@ __global__ void __launch_bounds__(kl::kStageThreads)
 #pragma unroll
     for (int j = 0; j < N; ++j) v[j] = (v[j] - mean) * rstd * q[0][j] + q[1][j];
   });
+}
+
+template <typename T, bool PREFETCH, bool ONEPASS>
+__global__ void __launch_bounds__(kl::kStageThreads)
+    layer_norm_staged(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                      T* __restrict__ out, int cols, float eps) {
+#if KL_SM90_BODY
+  staged_row<T, PREFETCH, ONEPASS, 4>(x, w, b, out, cols, eps);
+#endif
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kl::kStageThreads, 8)
+    layer_norm_lean(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                    T* __restrict__ out, int cols, float eps) {
+#if KL_SM90_BODY
+  staged_row<T, true, true, 2>(x, w, b, out, cols, eps);
 #endif
 }
 
@@ -249,6 +269,7 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
   if (variant >= kLayerNormStaged && staged_rows_fit(cols * sizeof(T), vec)) {
     const bool onepass = variant >= kLayerNormOnePass;
     auto kernel = variant == kLayerNormStaged ? layer_norm_staged<T, false, false>
+                  : variant == kLayerNormLean ? layer_norm_lean<T>
                   : onepass                   ? layer_norm_staged<T, true, true>
                                               : layer_norm_staged<T, true, false>;
     return launch_staged_rows(kernel, rows, cols * sizeof(T), staged_threads(units), stream, x, w, b, out,
@@ -267,7 +288,7 @@ int run_layer_norm(const void* xv, const void* wv, const void* bv, void* outv, i
 
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
                       float eps, DType dtype, int variant, cudaStream_t stream) {
-  if (variant < kLayerNormBlock || variant > kLayerNormOnePassResident) return kErrUnknownVariant;
+  if (variant < kLayerNormBlock || variant > kLayerNormLean) return kErrUnknownVariant;
   if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
   if (rows == 0 || cols == 0) return kOk;
   switch (dtype) {

@@ -14,10 +14,11 @@ enum LayerNormVariant : int {
   kLayerNormResident = 4,
   kLayerNormResident3 = 5,
   kLayerNormOnePass = 6,
-  kLayerNormOnePassResident = 7
+  kLayerNormOnePassResident = 7,
+  kLayerNormLean = 8
 };
 inline constexpr const char* kLayerNormVariants[] = {"block", "cluster", "staged", "prefetch", "resident", "resident3",
-                                                       "onepass", "onepass_resident"};
+                                                       "onepass", "onepass_resident", "lean"};
 
 // out = (x - mean) / sqrt(var + eps) * w + b, per row of (rows, cols); w, b have cols elements.
 int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
