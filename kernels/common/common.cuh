@@ -264,30 +264,29 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Block-wide sum / max for blockDim.x a multiple of 32 (at most 1024); every thread gets the
-// result. `scratch` holds 32 floats of shared memory and may be reused by the next call.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+// Block-wide reduction for blockDim.x a multiple of 32 (at most 1024): each warp reduces its
+// values with `warp_op` (every lane getting the warp's result), lane 0 publishes it in
+// `scratch` (32 values of shared memory, reusable by the next call), and every warp reduces
+// those; every thread gets the result.
+template <typename V, typename WarpOp>
+__device__ __forceinline__ V block_reduce(V v, V* scratch, V identity, WarpOp warp_op) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int nwarps = blockDim.x >> 5;
-  v = warp_sum(v);
+  v = warp_op(v);
   __syncthreads();  // the previous call's readers are done with scratch
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  v = lane < nwarps ? scratch[lane] : 0.0f;
-  return warp_sum(v);
+  v = lane < nwarps ? scratch[lane] : identity;
+  return warp_op(v);
+}
+
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  return block_reduce(v, scratch, 0.0f, [](float x) { return warp_sum(x); });
 }
 
 __device__ __forceinline__ float block_max(float v, float* scratch) {
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int nwarps = blockDim.x >> 5;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < nwarps ? scratch[lane] : -INFINITY;
-  return warp_max(v);
+  return block_reduce(v, scratch, -INFINITY, [](float x) { return warp_max(x); });
 }
 
 // Count, mean and sum of squared deviations from the mean (M2) of a set of values, for a
@@ -316,21 +315,11 @@ __device__ __forceinline__ Moments warp_moments(Moments m) {
   return {__shfl_sync(0xffffffffu, m.n, 0), __shfl_sync(0xffffffffu, m.mean, 0), __shfl_sync(0xffffffffu, m.m2, 0)};
 }
 
-// Block-wide merge, like block_sum; `scratch` holds 96 floats of shared memory.
+// Block-wide merge; `scratch` holds 96 floats of shared memory (32 Moments).
 __device__ __forceinline__ Moments block_moments(Moments m, float* scratch) {
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int nwarps = blockDim.x >> 5;
-  m = warp_moments(m);
-  __syncthreads();  // the previous call's readers are done with scratch
-  if (lane == 0) {
-    scratch[warp] = m.n;
-    scratch[32 + warp] = m.mean;
-    scratch[64 + warp] = m.m2;
-  }
-  __syncthreads();
-  m = lane < nwarps ? Moments{scratch[lane], scratch[32 + lane], scratch[64 + lane]} : Moments{0.0f, 0.0f, 0.0f};
-  return warp_moments(m);
+  static_assert(sizeof(Moments) == 3 * sizeof(float), "Moments packs three floats");
+  return block_reduce(m, reinterpret_cast<Moments*>(scratch), Moments{0.0f, 0.0f, 0.0f},
+                      [](Moments x) { return warp_moments(x); });
 }
 
 // ---- Philox4x32-10 (Salmon et al., SC'11; the generator of Random123 and cuRAND) ------------
