@@ -349,9 +349,20 @@ def base_name(symbol: str) -> str:
 
 
 def _compile_cubin(nvcc: str, src: Path, cubin: Path, arch: int) -> tuple[int, str]:
-    cmd = [nvcc, *standalone_flags(arch, src), "-cubin", "-o", str(cubin), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    """nvcc -cubin, keeping the PTX that ptxas assembled beside the cubin (``.ptx``): the ptx
+    rule reads both instead of compiling the source again."""
+    with tempfile.TemporaryDirectory() as keep:
+        cmd = [nvcc, *standalone_flags(arch, src), "-cubin", "-keep", "-keep-dir", keep, "-o", str(cubin), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        kept = Path(keep) / f"{src.stem}.ptx"
+        if proc.returncode == 0 and kept.is_file():
+            shutil.copyfile(kept, cubin.with_suffix(".ptx"))
     return proc.returncode, proc.stdout + proc.stderr
+
+
+def cubin_path(build_dir: str | os.PathLike, source: Path, arch: int) -> Path:
+    """Where ``compile_cubins`` puts the cubin of ``source`` (its PTX: the same path, ``.ptx``)."""
+    return Path(build_dir) / "cubin" / f"{label(source).replace('/', '.').removesuffix('.cu')}.sm_{arch}.cubin"
 
 
 def compile_cubins(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: int | None = None,
@@ -368,7 +379,7 @@ def compile_cubins(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: i
     files = files if files is not None else sources()
     workers = max(1, min(len(files), jobs or os.cpu_count() or 1))
     names = {label(f): f for f in files}
-    cubins = {n: cubin_dir / f"{n.replace('/', '.').removesuffix('.cu')}.sm_{arch}.cubin" for n in names}
+    cubins = {n: cubin_path(out_dir, f, arch) for n, f in names.items()}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {n: pool.submit(_compile_cubin, nvcc, f, cubins[n], arch) for n, f in names.items()}
         return {n: (*fut.result(), cubins[n]) for n, fut in futures.items()}
@@ -443,6 +454,20 @@ def sass(cubin_path: str | os.PathLike) -> str:
     if proc.returncode != 0:
         raise RuntimeError(f"cuobjdump --dump-sass {Path(cubin_path).name} failed:\n{proc.stderr.strip()}")
     return proc.stdout
+
+
+def built_ptx_and_sass(build_dir: str | os.PathLike, source_file: str | os.PathLike,
+                       arch: int = DEFAULT_ARCH) -> tuple[str, str | None] | None:
+    """``ptx_and_sass`` of a source from the cubin and PTX that build_cuda's resource report
+    compiled (the same flags), or None where it left none for this source and arch."""
+    cubin = cubin_path(build_dir, Path(source_file).resolve(), arch)
+    ptx_file = cubin.with_suffix(".ptx")
+    if not (cubin.is_file() and ptx_file.is_file()):
+        return None
+    try:
+        return ptx_file.read_text(), sass(cubin)
+    except ToolNotFound:
+        return ptx_file.read_text(), None
 
 
 def ptx_and_sass(source_file: str | os.PathLike, arch: int = DEFAULT_ARCH) -> tuple[str, str | None]:

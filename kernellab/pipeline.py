@@ -236,13 +236,14 @@ def profile(config: dict, kernels: list[str], build_json: str, out_csvs: list[st
                                           "pct"])
 
 
-def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
-    """Cross-compile every Triton and CUDA kernel of the families and pick out the evidence.
+def ptx(config: dict, kernels: list[str], build_json: str, out_indexes: list[str]) -> None:
+    """Cross-compile every Triton kernel of the families, take every CUDA kernel's PTX and cubin
+    from build_cuda (beside ``build_json``), and pick out the evidence.
 
     Compiling is CPU work (the GPU stays idle: nothing runs), so it is spread over one
     pool of forked processes for all families, one task per Triton implementation and
     dtype and one per group of CUDA implementations sharing .cu files (``ptx.cuda_groups``),
-    the CUDA tasks first (nvcc makes them the longest): ``ptx.workers`` in the config, by
+    the CUDA tasks first (the longest where they must compile): ``ptx.workers`` in the config, by
     default the cores this process may use, at most 16. A task that fails leaves an entry
     saying so; the other tasks' entries stand.
     """
@@ -268,7 +269,7 @@ def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
                   if fam.impls[k].backend == "triton" and fam.impls[k].compile_specs is not None
                   for d in plan.dtypes if fam.impls[k].supports(d)]
         tasks += [(kernel, group, list(plan.dtypes), out_dir) for group in ptxmod.cuda_groups(fam, keys)]
-    # CUDA tasks (nvcc, the longest) go to the pool first
+    # CUDA tasks (the longest where nvcc must run) go to the pool first
     first = sorted(range(len(tasks)), key=lambda i: fams[tasks[i][0]].impls[tasks[i][1][0]].backend != "cuda")
     workers = int((config.get("ptx") or {}).get("workers") or min(16, len(os.sched_getaffinity(0))))
     workers = max(1, min(workers, len(tasks)))
@@ -277,8 +278,9 @@ def ptx(config: dict, kernels: list[str], out_indexes: list[str]) -> None:
     if tasks:
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
             ordered = [tasks[i] for i in first]
+            build_dir = Path(build_json).parent
             for i, got in zip(first, pool.map(ptxmod.timed_entries_for, *zip(*ordered, strict=True),
-                                                [arch] * len(ordered)), strict=True):
+                                                [arch] * len(ordered), [build_dir] * len(ordered)), strict=True):
                 done[i] = got
     entries = {kernel: [] for kernel in kernels}
     took = []
@@ -389,7 +391,9 @@ def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = (
             shutil.rmtree(p)
 
     def ignore(directory, names):
-        return [n for n in names if n.endswith((".so", ".o", ".tmp", ".cubin")) or n in ("tmp", "temp", "__pycache__")]
+        # build products (the ptx/ folder holds each kernel's PTX and SASS, compressed)
+        return [n for n in names if n.endswith((".so", ".o", ".tmp", ".cubin", ".ptx"))
+                or n in ("tmp", "temp", "__pycache__")]
 
     shutil.copytree(stage, new, ignore=ignore)
     if dest.exists():

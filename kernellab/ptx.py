@@ -2,7 +2,8 @@
 
 Triton kernels are cross-compiled with ``triton.compile`` for the GPU present (sm_90
 where there is none): TTIR, TTGIR, PTX, and SASS through cuobjdump (Triton ships one).
-CUDA kernels: PTX with ``nvcc -ptx``, SASS of the cubin with cuobjdump. Each output is
+CUDA kernels: the PTX and cubin that build_cuda's resource report compiled (the same flags;
+compiled here with ``nvcc -cubin -keep`` where it left none), SASS through cuobjdump. Each output is
 scanned for the instructions a step's note may claim (16-byte loads, tensor-core
 instructions, fp64 arithmetic, spills...), and the first line of each kind is kept as
 evidence for KERNEL_LOG.md.
@@ -157,17 +158,18 @@ def cuda_groups(family: Family, keys: list[str]) -> list[list[str]]:
     return [members for _, members in groups]
 
 
-def timed_entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path,
-                      arch: int) -> tuple[float, list[dict]]:
+def timed_entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, arch: int,
+                      build_dir: Path | None = None) -> tuple[float, list[dict]]:
     """``entries_for`` and the seconds it took (the rule logs its slowest tasks)."""
     import time
 
     t0 = time.perf_counter()
-    entries = entries_for(kernel, keys, dtypes, out_dir, arch)
+    entries = entries_for(kernel, keys, dtypes, out_dir, arch, build_dir)
     return time.perf_counter() - t0, entries
 
 
-def entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, arch: int) -> list[dict]:
+def entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, arch: int,
+                build_dir: Path | None = None) -> list[dict]:
     """Index entries of some implementations of one family (one task of the ptx rule's
     process pool; CUDA implementations sharing a .cu file share its compilation)."""
     from kernellab import registry
@@ -179,12 +181,14 @@ def entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, 
         if impl.backend == "triton":
             entries += triton_entries(family, impl, dtypes, out_dir, arch)
         elif impl.backend == "cuda":
-            entries += cuda_entries(family, impl, out_dir, arch, cache)
+            entries += cuda_entries(family, impl, out_dir, arch, cache, build_dir)
     return entries
 
 
-def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: dict) -> list[dict]:
-    """PTX and SASS of the CUDA kernels an implementation launches."""
+def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: dict,
+                 build_dir: Path | None = None) -> list[dict]:
+    """PTX and SASS of the CUDA kernels an implementation launches: from ``build_dir`` (build_cuda's
+    output folder) where it holds them, else compiled."""
     from kernellab import cuda_build
 
     entries = []
@@ -199,7 +203,8 @@ def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: di
             continue
         try:
             if src not in cache:
-                cache[src] = cuda_build.ptx_and_sass(src, arch)
+                built = cuda_build.built_ptx_and_sass(build_dir, src, arch) if build_dir else None
+                cache[src] = built or cuda_build.ptx_and_sass(src, arch)
             ptx_text, sass_text = cache[src]
         except Exception as exc:  # noqa: BLE001 - nvcc absent or failed: recorded
             entry.update(status="unavailable", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")

@@ -243,3 +243,35 @@ def test_ptx_tasks_group_the_cuda_implementations_that_share_a_source(name):
     for g in groups:  # and a group holds only implementations tied to another of it by a file
         if len(g) > 1:
             assert all(any(sources(k) & sources(o) for o in g if o != k) for k in g)
+
+
+@pytest.mark.parametrize("name", _cuda_family_names())
+def test_ptx_takes_the_cuda_code_from_the_build(cuda_resources, monkeypatch, tmp_path, name):
+    """The ptx rule's CUDA entries come from the PTX and cubins the resource report left in the
+    build folder: with nvcc made to fail, every CUDA implementation still has its PTX (and its
+    SASS where cuobjdump exists), and each kernel's PTX is the one the report compiled."""
+    from kernellab import ptx, registry
+
+    def no_second_compile(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(cuda_build, "ptx_and_sass", no_second_compile)
+    fam = registry.family(name)
+    for key, impl in fam.impls.items():
+        if impl.backend != "cuda":
+            continue
+        entries = ptx.cuda_entries(fam, impl, tmp_path, 90, {}, cuda_resources["dir"])
+        assert [e["status"] for e in entries] == ["ok"] * len(impl.cuda_kernels), (key, entries)
+        for entry in entries:
+            assert "ptx" in entry["files"]
+            assert ("sass" in entry["files"]) == (cuda_build.find_cuobjdump() is not None)
+            src = ptx.cuda_source_of(fam, entry["name"])
+            built = cuda_build.cubin_path(cuda_resources["dir"], src.resolve(), 90).with_suffix(".ptx").read_text()
+            dumped = ptx.split_ptx(cuda_build_text(tmp_path / entry["files"]["ptx"]))
+            assert dumped and all(body in built for body in dumped.values())
+
+
+def cuda_build_text(path: Path) -> str:
+    import gzip
+
+    return gzip.decompress(path.read_bytes()).decode()

@@ -31,6 +31,8 @@ rule profile:
 rule ptx:
     input:
         code=ALL_KERNEL_CODE,
+        # CUDA kernels: the PTX and cubins of build_cuda's resource report, not a second compile
+        build=rules.build_cuda.output.json,
     output:
         index=per_kernel("ptx/{kernel}/index.json"),
     log:
