@@ -456,18 +456,24 @@ def sass(cubin_path: str | os.PathLike) -> str:
     return proc.stdout
 
 
+def _kept_ptx_and_sass(cubin: Path) -> tuple[str, str | None]:
+    """The PTX that ``_compile_cubin`` kept beside ``cubin``, and the cubin's SASS (None when
+    cuobjdump is missing)."""
+    text = cubin.with_suffix(".ptx").read_text()
+    try:
+        return text, sass(cubin)
+    except ToolNotFound:
+        return text, None
+
+
 def built_ptx_and_sass(build_dir: str | os.PathLike, source_file: str | os.PathLike,
                        arch: int = DEFAULT_ARCH) -> tuple[str, str | None] | None:
     """``ptx_and_sass`` of a source from the cubin and PTX that build_cuda's resource report
     compiled (the same flags), or None where it left none for this source and arch."""
     cubin = cubin_path(build_dir, Path(source_file).resolve(), arch)
-    ptx_file = cubin.with_suffix(".ptx")
-    if not (cubin.is_file() and ptx_file.is_file()):
+    if not (cubin.is_file() and cubin.with_suffix(".ptx").is_file()):
         return None
-    try:
-        return ptx_file.read_text(), sass(cubin)
-    except ToolNotFound:
-        return ptx_file.read_text(), None
+    return _kept_ptx_and_sass(cubin)
 
 
 def ptx_and_sass(source_file: str | os.PathLike, arch: int = DEFAULT_ARCH) -> tuple[str, str | None]:
@@ -478,14 +484,8 @@ def ptx_and_sass(source_file: str | os.PathLike, arch: int = DEFAULT_ARCH) -> tu
         raise ToolNotFound(NVCC_MISSING)
     source = Path(source_file).resolve()
     with tempfile.TemporaryDirectory() as tmp:
-        keep, cubin = Path(tmp) / "keep", Path(tmp) / "out.cubin"
-        keep.mkdir()
-        proc = subprocess.run([nvcc, *standalone_flags(arch, source), "-cubin", "-keep", "-keep-dir", str(keep),
-                               "-o", str(cubin), str(source)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"nvcc -cubin {source.name} failed:\n{(proc.stdout + proc.stderr).strip()}")
-        text = (keep / f"{source.stem}.ptx").read_text()
-        try:
-            return text, sass(cubin)
-        except ToolNotFound:
-            return text, None
+        cubin = Path(tmp) / "out.cubin"
+        rc, output = _compile_cubin(nvcc, source, cubin, arch)
+        if rc != 0:
+            raise RuntimeError(f"nvcc -cubin {source.name} failed:\n{output.strip()}")
+        return _kept_ptx_and_sass(cubin)
