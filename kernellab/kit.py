@@ -56,8 +56,13 @@ def returns_new(fn: Callable) -> Callable:
     return run
 
 
-def compiled(fn: Callable, **compile_kwargs) -> Callable:
+def compiled(fn: Callable, adapt: Callable | None = None, **compile_kwargs) -> Callable:
     """``torch.compile(fn, dynamic=False)``, built on first call so that importing stays cheap.
+
+    ``adapt(*inputs, **params) -> (inputs, params)``, where given, runs before each call, outside
+    the graph: what ``fn`` cannot trace (seeding the device's generator, say) and the arguments
+    it takes. Lowering ahead (``compile_only``) adapts the same way, so it compiles the graph the
+    call will ask for.
 
     Static shapes: each shape is compiled for itself, as in a model whose shapes are fixed.
     With the default (automatic dynamic shapes) the worker's second shape would make Dynamo
@@ -78,10 +83,15 @@ def compiled(fn: Callable, **compile_kwargs) -> Callable:
             holder[key] = torch.compile(fn, **{"dynamic": False, **kwargs})
         return holder[key]
 
+    def adapted(inputs, params):
+        return adapt(*inputs, **params) if adapt is not None else (inputs, params)
+
     def run(out, *inputs, **params):
+        inputs, params = adapted(inputs, params)
         return build("fn", **compile_kwargs)(*inputs, **params)
 
     def lower(out, *inputs, **params):
+        inputs, params = adapted(inputs, params)
         build("lower", backend=_lower_only, fullgraph=True)(*inputs, **params)
 
     if "mode" not in compile_kwargs and "backend" not in compile_kwargs:

@@ -83,12 +83,13 @@ def dropout_body(x, p):
     return x * keep / (1.0 - p)
 
 
-_dropout_body_compiled = compiled(dropout_body)
-
-
-def dropout_compiled(out, x, seed, p):
+def _seeded(x, seed, p):
+    """Outside the compiled graph: seed the device's generator; the graph takes x and p."""
     _seed_device_generator(x.device, seed)
-    return _dropout_body_compiled(out, x, p=p)
+    return (x,), {"p": p}
+
+
+dropout_compiled = compiled(dropout_body, adapt=_seeded)
 
 
 def dropout_fused(out, x, seed, p):

@@ -38,6 +38,32 @@ def test_deterministic_and_seeded(key):
     assert verdict["ok"], verdict["reason"]
 
 
+def test_compiled_lowers_ahead_the_graph_its_seeded_call_reads(tmp_path, monkeypatch):
+    """Compiling ahead (``kit.compile_only``) lowers the graph of the seeded call without
+    running it; the call afterwards (Dynamo reset) finds it in Inductor's cache and its
+    output passes the family's contract. In this process: a forked worker would inherit
+    the compile pool that an earlier test may have started."""
+    from torch._dynamo.utils import counters
+
+    from kernellab import kit
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+    impl = fam.impls["compiled"]
+    x, seed = fam.make_inputs((1000,), "fp32", "cpu", 3, p=P)
+    out = empty_like_nan(x)
+    torch._dynamo.reset()
+    kit.compile_only(impl.fn, out, x, seed, p=P)
+    assert out.isnan().all()
+    torch._dynamo.reset()
+    counters.clear()
+    got = impl.fn(out, x, seed, p=P)
+    assert counters["inductor"]["fxgraph_cache_hit"] == 1
+    verdict = fam.validate(got, (x, seed), dtype="fp32", p=P)
+    assert verdict["ok"], verdict["reason"]
+    torch._dynamo.reset()
+
+
 def test_kept_fraction_and_scale():
     """Large enough for tight bounds: kept fraction near 1 - p, kept values x / (1 - p)."""
     n = 1 << 15
