@@ -276,3 +276,21 @@ def run_batch(works: list[tuple[Hashable, Callable[[], Iterator[dict]]]], timeou
             break
         pending = [(n, w) for n, w in pending if n not in done]
     return results
+
+
+def _star(fn: Callable, args: tuple):
+    return fn(*args)
+
+
+def forked_map(fn: Callable, calls: list[tuple], workers: int) -> list:
+    """``[fn(*args) for args in calls]``, spread over up to ``workers`` forked processes (CPU
+    work: compiling, drawing); in this process when one worker or one call is all there is.
+    ``fn`` is a module-level function; the results come back in the order of ``calls``, and
+    an exception in a call is raised here."""
+    workers = max(1, min(workers, len(calls)))
+    if workers == 1:
+        return [fn(*args) for args in calls]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as pool:
+        return list(pool.map(_star, [fn] * len(calls), calls))

@@ -247,9 +247,7 @@ def ptx(config: dict, kernels: list[str], build_json: str, out_indexes: list[str
     default the cores this process may use, at most 16. A task that fails leaves an entry
     saying so; the other tasks' entries stand.
     """
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
+    from kernellab import isolate
     from kernellab import ptx as ptxmod
 
     # cross-compiling never runs a kernel: make sure Triton compiles rather than interprets
@@ -274,14 +272,9 @@ def ptx(config: dict, kernels: list[str], build_json: str, out_indexes: list[str
     workers = int((config.get("ptx") or {}).get("workers") or min(16, len(os.sched_getaffinity(0))))
     workers = max(1, min(workers, len(tasks)))
     t0 = time.perf_counter()
-    done: dict[int, tuple[float, list[dict]]] = {}
-    if tasks:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            ordered = [tasks[i] for i in first]
-            build_dir = Path(build_json).parent
-            for i, got in zip(first, pool.map(ptxmod.timed_entries_for, *zip(*ordered, strict=True),
-                                                [arch] * len(ordered), [build_dir] * len(ordered)), strict=True):
-                done[i] = got
+    build_dir = Path(build_json).parent
+    got = isolate.forked_map(ptxmod.timed_entries_for, [(*tasks[i], arch, build_dir) for i in first], workers)
+    done: dict[int, tuple[float, list[dict]]] = dict(zip(first, got, strict=True))
     entries = {kernel: [] for kernel in kernels}
     took = []
     for i, (kernel, keys, dtypes, _) in enumerate(tasks):

@@ -37,7 +37,7 @@ def all_md(out) -> str:
 @pytest.fixture(scope="module")
 def gpu(tmp_path_factory):
     out = tmp_path_factory.mktemp("report-gpu")
-    files = render(FIXTURE, "fake-gpu", out, others=["cpu-x86_64", "no-such-hardware"])
+    files = render(FIXTURE, "fake-gpu", out, others=["cpu-x86_64", "no-such-hardware"], workers=2)
     return {
         "out": out,
         "files": files,
@@ -254,12 +254,14 @@ def test_md_escape_and_code_blocks():
 
 # ------------------------------------------------------------------ determinism
 def test_rendering_is_byte_identical(gpu, tmp_path):
-    """A second rendering, in a fresh interpreter with another hash seed, gives the same bytes."""
+    """A second rendering, in a fresh interpreter with another hash seed and its figures drawn in
+    that process (the first drew them on two forked workers), gives the same bytes."""
     out2 = tmp_path / "again"
     env = dict(os.environ, PYTHONHASHSEED="12345")
     code = (
         "import sys; from pathlib import Path; from kernellab.report import render; "
-        "render(Path(sys.argv[1]), 'fake-gpu', Path(sys.argv[2]), others=['cpu-x86_64', 'no-such-hardware'])"
+        "render(Path(sys.argv[1]), 'fake-gpu', Path(sys.argv[2]), others=['cpu-x86_64', 'no-such-hardware'], "
+        "workers=1)"
     )
     subprocess.run(
         [sys.executable, "-c", code, str(FIXTURE), str(out2)],
@@ -697,8 +699,9 @@ def test_no_plot_has_overlapping_tick_labels(tmp_path, monkeypatch):
         return real(fig)
 
     monkeypatch.setattr(plots, "png_bytes", keep)
-    render(FIXTURE, "fake-gpu", tmp_path / "gpu", others=["cpu-x86_64"])
-    render(FIXTURE, "cpu-x86_64", tmp_path / "cpu")
+    # drawn in this process, where the figures can be looked at
+    render(FIXTURE, "fake-gpu", tmp_path / "gpu", others=["cpu-x86_64"], workers=1)
+    render(FIXTURE, "cpu-x86_64", tmp_path / "cpu", workers=1)
     assert len(drawn) >= 10
     assert [(title, clashes) for title, clashes in drawn if clashes] == []
 

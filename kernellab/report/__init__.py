@@ -13,12 +13,17 @@ from pathlib import Path
 
 
 def render(
-    results_root: Path, hardware: str, out_dir: Path, others=(), others_root: Path | None = None
+    results_root: Path,
+    hardware: str,
+    out_dir: Path,
+    others=(),
+    others_root: Path | None = None,
+    workers: int | None = None,
 ) -> dict[str, Path]:
     """Render results_root/hardware into out_dir; see kernellab.report.render.render."""
     from kernellab.report.render import render as _render
 
-    return _render(results_root, hardware, out_dir, others=list(others), others_root=others_root)
+    return _render(results_root, hardware, out_dir, others=list(others), others_root=others_root, workers=workers)
 
 
 def kernel_log(results_dir: Path) -> str:

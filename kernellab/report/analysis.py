@@ -29,7 +29,9 @@ from kernellab.report.tables import Table, kv_table
 from kernellab.report.views import KernelView, View
 
 
-def build(res: Results, others: list[Results]) -> View:
+def build(res: Results, others: list[Results], workers: int = 1) -> View:
+    """The report's view of ``res`` compared with ``others``; figures are drawn on up to
+    ``workers`` processes."""
     annotate(res)
     for o in others:
         annotate(o)
@@ -37,11 +39,12 @@ def build(res: Results, others: list[Results]) -> View:
     metrics = {k: kernel_metric(res, k) for k in kernels}
     ladders = analyse_all(res)
     res_by_kernel, res_rest = assign_resources(res)
+    images = kernel_images(res, metrics, workers)
     kviews = []
     for k in kernels:
         m = metrics[k]
         kv = KernelView(name=k, id=html_id("kernel", k), metric=m, metric_label=metric_label(m))
-        kv.images = kernel_images(res, k, m)
+        kv.images = images[k]
         if not kv.images:
             kv.plot_note = "No correct measurement to plot."
         kv.cases = cases_table(res, k, m)

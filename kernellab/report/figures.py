@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from kernellab import isolate
 from kernellab.report import fmt, plots
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results
@@ -29,7 +30,11 @@ def _panel_label(key: tuple[str, str, str], multi_mode: bool) -> str:
     return ", ".join(parts)
 
 
-def kernel_images(res: Results, kernel: str, metric: str) -> list[Image]:
+KINDS = ("latency", "throughput", "speedup")
+
+
+def _figure_args(res: Results, kernel: str, metric: str) -> tuple:
+    """The arguments of ``plots.kernel_figure`` for one kernel, less the kind."""
     rows = [r for r in res.summary if r["kernel"] == kernel]
     multi_mode = len({r["mode"] for r in rows}) > 1
     keys = sorted({r["impl_key"] for r in rows})
@@ -38,17 +43,27 @@ def kernel_images(res: Results, kernel: str, metric: str) -> list[Image]:
         label = _panel_label(pk, multi_mode)
         panels.append((label, [r for r in rows if _panel_key(r) == pk and r["valid"]]))
         ceilings[label] = (ceiling(res.survey, metric, pk[0]), datasheet(res.survey, metric, pk[0]))
-    out = []
-    stem = html_id(kernel)
-    unit = metric_label(metric)
-    for kind, alt in (
-        ("latency", "median time per call vs number of elements, log-log"),
-        ("throughput", f"achieved {unit} vs number of elements, with the measured ceiling"),
-        ("speedup", "speedup over torch_fused vs number of elements"),
-    ):
-        data = plots.kernel_figure(kind, kernel, panels, metric, ceilings, keys)
-        if data:
-            out.append(Image(name=f"{stem}_{kind}", alt=f"{kernel}: {alt}", caption=f"{kernel}: {alt}.", data=data))
+    return kernel, panels, metric, ceilings, keys
+
+
+def kernel_images(res: Results, metrics: dict[str, str], workers: int = 1) -> dict[str, list[Image]]:
+    """Each kernel's latency, throughput and speedup figures (those with data), drawn on up to
+    ``workers`` processes: drawing is most of a report's time (0.5-0.8 s a figure)."""
+    calls = [(kind, *_figure_args(res, kernel, metric)) for kernel, metric in metrics.items() for kind in KINDS]
+    drawn = iter(isolate.forked_map(plots.kernel_figure, calls, workers))
+    out: dict[str, list[Image]] = {}
+    for kernel, metric in metrics.items():
+        unit = metric_label(metric)
+        out[kernel] = []
+        for kind, alt in zip(KINDS, (
+            "median time per call vs number of elements, log-log",
+            f"achieved {unit} vs number of elements, with the measured ceiling",
+            "speedup over torch_fused vs number of elements",
+        ), strict=True):
+            data = next(drawn)
+            if data:
+                out[kernel].append(Image(name=f"{html_id(kernel)}_{kind}", alt=f"{kernel}: {alt}",
+                                         caption=f"{kernel}: {alt}.", data=data))
     return out
 
 

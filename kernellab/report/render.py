@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -136,7 +137,12 @@ def kernel_log(results_dir: Path) -> str:
 
 
 def render(
-    results_root: Path, hardware: str, out_dir: Path, others=(), others_root: Path | None = None
+    results_root: Path,
+    hardware: str,
+    out_dir: Path,
+    others=(),
+    others_root: Path | None = None,
+    workers: int | None = None,
 ) -> dict[str, Path]:
     """Render ``results_root/hardware`` into ``out_dir`` (which may be that directory).
 
@@ -146,7 +152,8 @@ def render(
     ``<set>/compare/*.csv`` and from ``compare/*.csv`` under both roots (rows naming
     this set). Returns {relative name: path} of every file written. PNGs in
     out_dir/plots that this rendering did not produce are removed, so the folder
-    always matches the pages.
+    always matches the pages. ``workers``: processes drawing the figures (default: the cores
+    this process may use); the bytes are the same whatever the number.
     """
     results_root, out_dir = Path(results_root), Path(out_dir)
     others_root = Path(others_root) if others_root is not None else results_root
@@ -158,7 +165,7 @@ def render(
             seen.add(d.resolve())
             res.compare.extend(read_compare(d, res.warnings, hardware))
     other_res = [load(others_root, o) for o in others if o != hardware]
-    view = analysis.build(res, other_res)
+    view = analysis.build(res, other_res, workers or len(os.sched_getaffinity(0)))
 
     images: list[Image] = []
     if view.roofline:
