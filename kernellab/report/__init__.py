@@ -12,18 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def render(
-    results_root: Path,
-    hardware: str,
-    out_dir: Path,
-    others=(),
-    others_root: Path | None = None,
-    workers: int | None = None,
-) -> dict[str, Path]:
-    """Render results_root/hardware into out_dir; see kernellab.report.render.render."""
+def render(results_root: Path, hardware: str, out_dir: Path, **options) -> dict[str, Path]:
+    """Render results_root/hardware into out_dir; ``options`` (others, others_root, workers) and
+    the rest: kernellab.report.render.render."""
     from kernellab.report.render import render as _render
 
-    return _render(results_root, hardware, out_dir, others=list(others), others_root=others_root, workers=workers)
+    return _render(results_root, hardware, out_dir, **options)
 
 
 def kernel_log(results_dir: Path) -> str:
