@@ -726,10 +726,33 @@ def test_ceiling_ratio_axis_labels_never_overlap(lo, hi, monkeypatch):
         return real(fig)
 
     monkeypatch.setattr(plots, "png_bytes", keep)
-    rows = [{"label": "softmax", "points": [(lo, "SLOWER"), (hi, "FASTER")], "predicted": 1.2, "median": lo}]
+    rows = [{"label": "softmax", "points": [(lo, "SLOWER", 5.0), (hi, "FASTER", 50.0)], "predicted": 1.2,
+             "median": lo}]
     assert plots.ceiling_ratios(rows, "a", "b").startswith(PNG)
     ((clashes, shown),) = seen
     assert clashes == [] and len(shown) >= 3 and "1×" in shown, shown
+
+
+def test_ceiling_rows_place_cases_by_their_time(monkeypatch):
+    """Within a family's row the cases rise with their time: the longest at the top, the
+    shortest (a few microseconds, launch-bound) at the bottom, whatever their ratio or verdict."""
+    from kernellab.report import plots
+
+    seen = {}
+    real = plots.png_bytes
+
+    def keep(fig):
+        ax = fig.axes[0]
+        seen.update({round(float(x), 3): float(y) for c in ax.collections for x, y in c.get_offsets()})
+        return real(fig)
+
+    monkeypatch.setattr(plots, "png_bytes", keep)
+    points = [(0.71, "SLOWER", 900.0), (1.0, "SAME", 3.0), (0.75, "SLOWER", 40.0), (0.9, "AMBIGUOUS", 8.0)]
+    rows = [{"label": "softmax", "points": points, "predicted": 0.7, "median": math.nan}]
+    assert plots.ceiling_ratios(rows, "a", "b").startswith(PNG)
+    by_time = [seen[x] for x, _, _ in sorted(points, key=lambda p: p[2])]
+    assert by_time == sorted(by_time) and len(set(by_time)) == len(points)
+    assert all(-0.5 < y < 0.5 for y in by_time)  # inside the row
 
 
 def test_log_axis_labels_are_major_ticks_only():

@@ -486,13 +486,26 @@ def comparison(pairs: list[dict], this: str, other: str) -> bytes | None:
         return png_bytes(fig)
 
 
+def _rank_spread(values: list[float], height: float) -> list[float]:
+    """Offsets in (-height / 2, height / 2), evenly spaced by the rank of each value (smallest
+    lowest; a value that is not finite below every other, ties in the order given)."""
+    if len(values) < 2:
+        return [0.0] * len(values)
+    order = sorted(range(len(values)), key=lambda k: (values[k] if math.isfinite(values[k]) else -math.inf, k))
+    out = [0.0] * len(values)
+    for rank, k in enumerate(order):
+        out[k] = (rank / (len(values) - 1) - 0.5) * height
+    return out
+
+
 def ceiling_ratios(rows: list[dict], this: str, other: str) -> bytes | None:
     """One row per family: each case's time ratio other / this (log x), colored by verdict,
     against a black bar at the ratio the two machines' ceilings predict and a diamond at the
-    row's median; 1× dashed.
+    row's median; 1× dashed. Within a row the cases rise with their time on ``this``, shortest
+    at the bottom: the cases that launch overhead rather than a ceiling governs stay apart.
 
-    ``rows``: dicts with label, points ([(ratio, verdict)]), predicted and median (NaN: not drawn),
-    top to bottom in the order given."""
+    ``rows``: dicts with label, points ([(ratio, verdict, µs on this)]), predicted and median (NaN:
+    not drawn), top to bottom in the order given."""
     rows = [
         {**r, "points": sorted(pt for pt in r["points"] if _finite_pos(pt[0]))}
         for r in rows
@@ -500,14 +513,14 @@ def ceiling_ratios(rows: list[dict], this: str, other: str) -> bytes | None:
     ]
     if not rows:
         return None
-    xs = [x for r in rows for x, _ in r["points"]] + [r["predicted"] for r in rows if _finite_pos(r["predicted"])]
+    xs = [x for r in rows for x, _, _ in r["points"]] + [r["predicted"] for r in rows if _finite_pos(r["predicted"])]
     lo, hi = min([*xs, 1.0]) / 1.6, max([*xs, 1.0]) * 1.6
     n = len(rows)
     label_w = 0.35 + 0.075 * max(len(r["label"]) for r in rows)  # inches: DejaVu Sans 9 pt, about
     plot_w, legend_w = 5.2, 2.3
     width = label_w + plot_w + legend_w
     height = max(3.2, 0.42 * n + 1.3)
-    counts = {v: sum(1 for r in rows for _, vv in r["points"] if vv == v) for v in VERDICT_COLORS}
+    counts = {v: sum(1 for r in rows for _, vv, _ in r["points"] if vv == v) for v in VERDICT_COLORS}
     with style():
         fig = Figure(figsize=(width, height), dpi=DPI)
         fig.subplots_adjust(
@@ -521,10 +534,9 @@ def ceiling_ratios(rows: list[dict], this: str, other: str) -> bytes | None:
             y = n - 1 - i
             if i:
                 ax.axhline(y + 0.5, color="#dddddd", linewidth=0.6)
-            # a fixed spread inside the row (golden-ratio steps): cases at one ratio stay apart
-            dys = [((k * 0.618034) % 1.0 - 0.5) * 0.56 for k in range(len(r["points"]))]
+            dys = _rank_spread([us for _, _, us in r["points"]], 0.56)
             for verdict, color in VERDICT_COLORS.items():
-                sel = [(x, y + dy) for (x, v), dy in zip(r["points"], dys, strict=True) if v == verdict]
+                sel = [(x, y + dy) for (x, v, _), dy in zip(r["points"], dys, strict=True) if v == verdict]
                 if sel:
                     ax.scatter(
                         [s[0] for s in sel],

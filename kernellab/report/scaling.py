@@ -117,7 +117,7 @@ def ceiling_image(gs: list[Group], res: Results, other: Results) -> Image | None
     rows = [
         {
             "label": g.label,
-            "points": [(p["ratio"], p["verdict"]) for p in g.pairs],
+            "points": [(p["ratio"], p["verdict"], p["a_us"]) for p in g.pairs],
             "predicted": g.predicted,
             "median": g.median,
         }
@@ -132,7 +132,9 @@ def ceiling_image(gs: list[Group], res: Results, other: Results) -> Image | None
         caption=(
             f"Each common case's time ratio {that} / {this} (log; right of 1×: {this} faster), one row per "
             "family and, for compute-bound families, per dtype, colored by the verdict for "
-            f"{this}. The black bar is what the two machines' measured ceilings predict for the row: "
+            f"{this}; within a row the cases rise with their time on {this}, the shortest at the bottom "
+            "(where launch overhead, not a ceiling, weighs most). The black bar is what the two machines' "
+            "measured ceilings predict for the row: "
             f"{this}'s over {that}'s copy bandwidth for memory-bound families, matmul rate of the dtype "
             "for compute-bound ones; the diamond is the row's median."
         ),
