@@ -848,3 +848,45 @@ def test_ladder_yaml_takes_a_finding_and_refuses_unknown_keys(tmp_path):
     (tmp_path / "ladder.yaml").write_text("steps:\n- step: a\n  findings: f\n", encoding="utf-8")
     with pytest.raises(registry.FamilyError, match="unknown keys"):
         registry.ladder_texts(tmp_path)
+
+
+def test_ours_against_pytorch_takes_the_fastest_of_each_side_at_every_common_shape(tmp_path):
+    """Per kernel and case: the fastest correct Triton or CUDA implementation against the fastest
+    correct PyTorch one (eager or compiled), at the largest shape both ran, with their share of
+    the survey's own ceiling; and the shapes where PyTorch was faster. Checked against the same
+    figures taken from summary.csv with pandas, after one of our cases is made to fail."""
+    import pandas as pd
+
+    from kernellab.report.model import kernel_metric
+    from kernellab.report.summary import ours_vs_pytorch
+
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
+    path = root / "fake-gpu" / "summary.csv"
+    df = pd.read_csv(path, keep_default_na=False)
+    ours = df["backend"].isin(["triton", "cuda"])
+    largest = df[(df["kernel"] == "gelu") & (df["dtype"] == "fp32")]["numel"].max()
+    fastest = df[ours & (df["kernel"] == "gelu") & (df["dtype"] == "fp32") & (df["numel"] == largest)]
+    df.loc[fastest["median_us"].astype(float).idxmin(), "check_status"] = "failed"  # no longer counts
+    df.to_csv(path, index=False)
+
+    res = load(root, "fake-gpu")
+    annotate(res)
+    table = ours_vs_pytorch(res, {k: kernel_metric(res, k) for k in res.kernels()})
+    row = next(dict(zip(table.columns, r.cells, strict=True)) for r in table.rows
+               if r.cells[:2] == ["gelu", "fp32"])
+
+    ok = df[(df["status"] == "ok") & (df["check_status"] == "ok") & (df["kernel"] == "gelu") & (df["dtype"] == "fp32")]
+    ok = ok.assign(us=ok["median_us"].astype(float))
+    side = ok["backend"].map(lambda b: "ours" if b in ("triton", "cuda") else "torch" if b in ("torch", "compile")
+                             else "")
+    best = ok[side != ""].assign(side=side).sort_values("us").groupby(["numel", "side"]).head(1)
+    at = best[best["numel"] == best["numel"].max()].set_index("side")
+    copy = json.loads((root / "fake-gpu" / "survey.json").read_text())["copy_gbps"]
+    assert row["largest shape"] == at.loc["ours", "shape"]
+    assert row["ours"] == at.loc["ours", "impl_key"] and row["PyTorch's best"] == at.loc["torch", "impl_key"]
+    assert row["PyTorch time / ours"] == f"{at.loc['torch', 'us'] / at.loc['ours', 'us']:.2f}×"
+    assert row["ours: % of survey ceiling"] == f"{100 * float(at.loc['ours', 'gbps']) / copy:.1f}%"
+    per_shape = best.pivot(index="numel", columns="side", values="us").dropna()
+    faster = int((per_shape["torch"] < per_shape["ours"]).sum())
+    assert row["shapes PyTorch is faster"] == f"{faster} of {len(per_shape)}"

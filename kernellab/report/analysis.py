@@ -24,7 +24,7 @@ from kernellab.report.model import (
 )
 from kernellab.report.outcomes import absences_table, failures_table
 from kernellab.report.overview import environment_table, hardware_table, method
-from kernellab.report.summary import geomean_table, summary_table
+from kernellab.report.summary import geomean_table, ours_vs_pytorch, summary_table
 from kernellab.report.tables import Table, kv_table
 from kernellab.report.views import KernelView, View
 
@@ -102,6 +102,7 @@ def build(res: Results, others: list[Results], workers: int = 1) -> View:
         absences=absences_table(res),
         summary=summary_table(res, metrics),
         geomean=geomean_table(res),
+        ours=ours_vs_pytorch(res, metrics),
         roofline=roof,
         roofline_note=roof_note,
         ceiling_notes=ceiling_notes(res),

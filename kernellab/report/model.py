@@ -73,6 +73,13 @@ def pct_of_ceiling(r: dict, metric: str, survey: dict) -> float:
     return 100.0 * v / c if math.isfinite(v) and math.isfinite(c) and c > 0 else math.nan
 
 
+def survey_ceiling(survey: dict, metric: str, dtype: str) -> float:
+    """The survey's own figure for a ceiling, before ``correct_ceilings`` raised it."""
+    fixed = (survey.get("ceiling_corrected") or {}) if isinstance(survey, dict) else {}
+    entry = fixed.get(ceiling_key(metric, dtype))
+    return to_float(entry.get("survey")) if isinstance(entry, dict) else ceiling(survey, metric, dtype)
+
+
 def ceiling_key(metric: str, dtype: str) -> str:
     """The survey's name of a ceiling, as ``ceiling_corrected`` keys it: "copy" or the dtype."""
     return "copy" if metric == "gbps" else dtype

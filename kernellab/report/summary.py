@@ -11,6 +11,7 @@ from kernellab.report.model import (
     BASELINE,
     metric_label,
     pct_of_ceiling,
+    survey_ceiling,
     value,
 )
 from kernellab.report.tables import Table
@@ -105,4 +106,74 @@ def geomean_table(res: Results) -> Table:
             )
         else:
             t.add([kernel, key, "0", fmt.NA, fmt.NA, fmt.NA, str(left)], "warn")
+    return t
+
+
+OURS = ("triton", "cuda")  # the lab's own kernels
+PYTORCH = ("torch", "compile")  # what PyTorch gives: its ops, fused or not, and torch.compile
+
+
+def _survey_pct(r: dict, metric: str, survey: dict) -> float:
+    """Percent of the survey's own ceiling (above 100% where a case beat the survey), not of the
+    ceiling raised to the best observed that the other tables use."""
+    c = survey_ceiling(survey, metric, r["dtype"])
+    v = value(r, metric)
+    return 100.0 * v / c if math.isfinite(v) and math.isfinite(c) and c > 0 else math.nan
+
+
+def ours_vs_pytorch(res: Results, metrics: dict[str, str]) -> Table:
+    """Per kernel and case (dtype, parameters, mode): at every shape where both ran correctly,
+    the fastest of our own implementations (Triton, CUDA) against the fastest of PyTorch's
+    (its ops, torch.compile). The row gives both at the largest such shape, with their share of
+    the survey's ceiling, and every shape where PyTorch was faster."""
+    t = Table(
+        [
+            "kernel",
+            "case",
+            "largest shape",
+            "ours",
+            "ours: % of survey ceiling",
+            "PyTorch's best",
+            "PyTorch: % of survey ceiling",
+            "PyTorch time / ours",
+            "shapes PyTorch is faster",
+            "lowest PyTorch / ours",
+        ],
+        numeric=[False, False, False, False, True, False, True, True, True, False],
+    )
+    for kernel in sorted({r["kernel"] for r in res.summary}):
+        rows = [r for r in res.summary if r["kernel"] == kernel and r["valid"]]
+        metric = metrics[kernel]
+        multi_mode = len({r["mode"] for r in res.summary if r["kernel"] == kernel}) > 1
+        for pk in sorted({_panel_key(r) for r in rows}):
+            best: dict[str, dict[str, dict]] = {}  # shape -> side -> fastest row
+            for r in rows:
+                side = "ours" if r["backend"] in OURS else "torch" if r["backend"] in PYTORCH else ""
+                if side and _panel_key(r) == pk and math.isfinite(r["median_us"]):
+                    held = best.setdefault(r["shape"], {}).get(side)
+                    if held is None or r["median_us"] < held["median_us"]:
+                        best[r["shape"]][side] = r
+            both = sorted((s for s, b in best.items() if len(b) == 2),
+                          key=lambda s: shape_sort_key(s, best[s]["ours"]["numel"]))
+            if not both:
+                continue
+            ratios = {s: best[s]["torch"]["median_us"] / best[s]["ours"]["median_us"] for s in both}
+            ahead = [s for s in both if ratios[s] < 1]
+            low = min(both, key=lambda s: (ratios[s], shape_sort_key(s, best[s]["ours"]["numel"])))
+            top = best[both[-1]]
+            t.add(
+                [
+                    kernel,
+                    _panel_label(pk, multi_mode),
+                    both[-1],
+                    top["ours"]["impl_key"],
+                    fmt.pct(_survey_pct(top["ours"], metric, res.survey)),
+                    top["torch"]["impl_key"],
+                    fmt.pct(_survey_pct(top["torch"], metric, res.survey)),
+                    fmt.ratio(ratios[both[-1]]),
+                    f"{len(ahead)} of {len(both)}",
+                    f"{fmt.ratio(ratios[low])} at {low}",
+                ],
+                "warn" if ratios[both[-1]] < 1 else "good" if not ahead else "",
+            )
     return t

@@ -124,6 +124,7 @@ class View:
     absences: Table
     summary: Table
     geomean: Table
+    ours: Table  # our fastest kernel against PyTorch's, per kernel and case
     roofline: Image | None
     roofline_note: str
     kernels: list[KernelView]
