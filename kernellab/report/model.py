@@ -68,8 +68,16 @@ def pct_of_ceiling(r: dict, metric: str, survey: dict) -> float:
     col = r.get("pct_of_peak_flops" if metric == "tflops" else "pct_of_peak_bw", math.nan)
     if isinstance(col, float) and math.isfinite(col) and col <= 100.0:
         return col
-    c = ceiling(survey, metric, r["dtype"])
-    v = value(r, metric)
+    return _pct(value(r, metric), ceiling(survey, metric, r["dtype"]))
+
+
+def pct_of_survey(r: dict, metric: str, survey: dict) -> float:
+    """Percent of the survey's own ceiling (``survey_ceiling``; above 100% where a case beat
+    the survey), not of the ceiling raised to the best observed that ``pct_of_ceiling`` uses."""
+    return _pct(value(r, metric), survey_ceiling(survey, metric, r["dtype"]))
+
+
+def _pct(v: float, c: float) -> float:
     return 100.0 * v / c if math.isfinite(v) and math.isfinite(c) and c > 0 else math.nan
 
 

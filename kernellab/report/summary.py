@@ -11,7 +11,7 @@ from kernellab.report.model import (
     BASELINE,
     metric_label,
     pct_of_ceiling,
-    survey_ceiling,
+    pct_of_survey,
     value,
 )
 from kernellab.report.tables import Table
@@ -113,14 +113,6 @@ OURS = ("triton", "cuda")  # the lab's own kernels
 PYTORCH = ("torch", "compile")  # what PyTorch gives: its ops, fused or not, and torch.compile
 
 
-def _survey_pct(r: dict, metric: str, survey: dict) -> float:
-    """Percent of the survey's own ceiling (above 100% where a case beat the survey), not of the
-    ceiling raised to the best observed that the other tables use."""
-    c = survey_ceiling(survey, metric, r["dtype"])
-    v = value(r, metric)
-    return 100.0 * v / c if math.isfinite(v) and math.isfinite(c) and c > 0 else math.nan
-
-
 def ours_vs_pytorch(res: Results, metrics: dict[str, str]) -> Table:
     """Per kernel and case (dtype, parameters, mode): at every shape where both ran correctly,
     the fastest of our own implementations (Triton, CUDA) against the fastest of PyTorch's
@@ -149,7 +141,7 @@ def ours_vs_pytorch(res: Results, metrics: dict[str, str]) -> Table:
             best: dict[str, dict[str, dict]] = {}  # shape -> side -> fastest row
             for r in rows:
                 side = "ours" if r["backend"] in OURS else "torch" if r["backend"] in PYTORCH else ""
-                if side and _panel_key(r) == pk and math.isfinite(r["median_us"]):
+                if side and _panel_key(r) == pk:  # valid rows: a finite time
                     held = best.setdefault(r["shape"], {}).get(side)
                     if held is None or r["median_us"] < held["median_us"]:
                         best[r["shape"]][side] = r
@@ -167,9 +159,9 @@ def ours_vs_pytorch(res: Results, metrics: dict[str, str]) -> Table:
                     _panel_label(pk, multi_mode),
                     both[-1],
                     top["ours"]["impl_key"],
-                    fmt.pct(_survey_pct(top["ours"], metric, res.survey)),
+                    fmt.pct(pct_of_survey(top["ours"], metric, res.survey)),
                     top["torch"]["impl_key"],
-                    fmt.pct(_survey_pct(top["torch"], metric, res.survey)),
+                    fmt.pct(pct_of_survey(top["torch"], metric, res.survey)),
                     fmt.ratio(ratios[both[-1]]),
                     f"{len(ahead)} of {len(both)}",
                     f"{fmt.ratio(ratios[low])} at {low}",
