@@ -118,3 +118,18 @@ def nvcc_or_skip() -> str:
     if nvcc is None:
         pytest.skip("nvcc not found: install the CUDA toolkit (or put nvcc on PATH / set CUDA_HOME)")
     return nvcc
+
+
+def in_fresh_interpreter(script: str, timeout_s: float = 600, **env: str):
+    """The JSON object ``script`` prints last, run by a new Python with ``env`` added. For
+    torch.compile in a test: a worker forked from a test process that has compiled before
+    (tests/test_families.py does) can hang in Inductor, so compiling gets its own process."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout_s,
+                          env={**os.environ, **env})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

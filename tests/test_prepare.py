@@ -15,6 +15,7 @@ import torch
 from kernellab import isolate, kit, registry, triton_utils
 from kernellab.cases import Case, kernel_plan
 from kernellab.harness import measure_family
+from kernellab.testing import in_fresh_interpreter
 
 _STATE: dict = {}
 
@@ -155,28 +156,29 @@ def test_check_only_shapes_record_only_the_first_config():
     assert len(every[0][1]) > 1 and len(first[0][1]) == 1 and first[0][1][0] is every[0][1][0]
 
 
-def test_lowering_ahead_fills_the_cache_the_real_call_then_reads(tmp_path, monkeypatch):
+_LOWER_THEN_CALL = """
+import json, math, torch
+from torch._dynamo.utils import counters
+from kernellab import kit
+
+x = torch.randn(64)
+out = torch.full_like(x, math.nan)
+kit.compile_only(kit.compiled(lambda x: torch.relu(x) * 2.0), out, x)
+untouched = bool(out.isnan().all())
+torch._dynamo.reset()
+counters.clear()
+got = kit.compiled(lambda x: torch.relu(x) * 2.0)(None, x)
+print(json.dumps({"untouched": untouched, "hits": counters["inductor"]["fxgraph_cache_hit"],
+                  "right": bool(torch.equal(got, torch.relu(x) * 2))}))
+"""
+
+
+def test_lowering_ahead_fills_the_cache_the_real_call_then_reads(tmp_path):
     """``compile_only`` runs Inductor, not the graph: the output is left alone, and the real
     call afterwards (a fresh Dynamo) finds the compiled graph in Inductor's cache."""
-    from torch._dynamo.utils import counters
-
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
-
-    def work():
-        fn = kit.compiled(lambda x: torch.relu(x) * 2.0)
-        x = torch.randn(64)
-        out = torch.full_like(x, math.nan)
-        kit.compile_only(fn, out, x)
-        yield {"untouched": bool(out.isnan().all())}
-        torch._dynamo.reset()
-        counters.clear()
-        got = kit.compiled(lambda x: torch.relu(x) * 2.0)(None, x)
-        yield {"hits": counters["inductor"]["fxgraph_cache_hit"], "right": bool(torch.equal(got, torch.relu(x) * 2))}
-
-    records, problem = isolate.run(work, 300)
-    assert not problem, problem
-    assert records == [{"untouched": True}, {"hits": 1, "right": True}]
+    got = in_fresh_interpreter(_LOWER_THEN_CALL, TORCHINDUCTOR_CACHE_DIR=str(tmp_path),
+                               TORCHINDUCTOR_FX_GRAPH_CACHE="1")
+    assert got == {"untouched": True, "hits": 1, "right": True}
     assert not kit.compiles_ahead(kit.compiled(torch.relu, mode="max-autotune"))
 
 

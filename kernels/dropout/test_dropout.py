@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from kernellab import runtime
-from kernellab.testing import empty_like_nan, randn_cuda, run
+from kernellab.testing import empty_like_nan, in_fresh_interpreter, randn_cuda, run
 from kernellab.triton_utils import force_config
 
 from . import FAMILY as fam
@@ -61,18 +61,10 @@ print(json.dumps({"untouched": untouched, "hits": counters["inductor"]["fxgraph_
 def test_compiled_lowers_ahead_the_graph_its_seeded_call_reads(tmp_path):
     """Compiling ahead (``kit.compile_only``) lowers the graph of the seeded call without
     running it; the call afterwards (Dynamo reset) finds it in Inductor's cache and its
-    output passes the family's contract. In a fresh interpreter: compiling in the test
-    process would leave Inductor's state to the workers later tests fork from it."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path), TORCHINDUCTOR_FX_GRAPH_CACHE="1")
-    proc = subprocess.run([sys.executable, "-c", _LOWER_THEN_CALL], capture_output=True, text=True, env=env,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"untouched": True, "hits": 1, "valid": True}
+    output passes the family's contract."""
+    got = in_fresh_interpreter(_LOWER_THEN_CALL, TORCHINDUCTOR_CACHE_DIR=str(tmp_path),
+                               TORCHINDUCTOR_FX_GRAPH_CACHE="1")
+    assert got == {"untouched": True, "hits": 1, "valid": True}
 
 
 def test_kept_fraction_and_scale():
