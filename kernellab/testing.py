@@ -120,16 +120,18 @@ def nvcc_or_skip() -> str:
     return nvcc
 
 
-def in_fresh_interpreter(script: str, timeout_s: float = 600, **env: str):
-    """The JSON object ``script`` prints last, run by a new Python with ``env`` added. For
-    torch.compile in a test: a worker forked from a test process that has compiled before
-    (tests/test_families.py does) can hang in Inductor, so compiling gets its own process."""
+def in_fresh_interpreter(script: str, env: dict[str, str] | None = None, cwd=None, timeout_s: float = 600):
+    """The JSON object ``script`` prints last, run by a new Python (``env`` added to this
+    process's environment). For what a test process cannot do itself: load the registry
+    afresh, compile Triton rather than interpret it, or use torch.compile (a worker forked from
+    a test process that has compiled before, as tests/test_families.py does, can hang in
+    Inductor)."""
     import json
     import os
     import subprocess
     import sys
 
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout_s,
-                          env={**os.environ, **env})
+                          cwd=cwd, env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,14 +1,11 @@
 """Expected absences (no GPU, no ncu, no cuobjdump, no nvcc) become recorded reasons,
 never a traceback."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from kernellab import cuda_build, ncu, registry
 from kernellab import ptx as ptxmod
+from kernellab.testing import in_fresh_interpreter
 
 ROOT = Path(__file__).resolve().parents[1]
 # a concrete CUDA step and Triton implementation, picked from the registry
@@ -61,13 +58,9 @@ from kernellab import cuda_build, registry, ptx
 cuda_build.find_cuobjdump = lambda: None
 fam = registry.family({TRITON_IMPL[0]!r})
 from pathlib import Path
-print("RESULT" + json.dumps(ptx.triton_entries(fam, fam.impls[{TRITON_IMPL[1]!r}], ["fp32"], Path({str(tmp_path)!r}),
-                                                90)))
+print(json.dumps(ptx.triton_entries(fam, fam.impls[{TRITON_IMPL[1]!r}], ["fp32"], Path({str(tmp_path)!r}), 90)))
 """
-    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    entries = json.loads(proc.stdout.split("RESULT", 1)[1])
+    entries = in_fresh_interpreter(code, {"TRITON_INTERPRET": "0", "PYTHONPATH": str(ROOT)}, timeout_s=300)
     assert entries and entries[0]["status"] == "ok"
     assert "ptx" in entries[0]["files"] and "sass" not in entries[0]["files"]
     assert "cuobjdump" in entries[0]["reason"]

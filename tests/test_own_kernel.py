@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from kernellab import cuda_build, registry
+from kernellab.testing import in_fresh_interpreter
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "my-kernels"
@@ -62,9 +63,7 @@ def test_the_loader_names_each_broken_folder_and_keeps_the_rest(tmp_path):
     code = ("import json; from kernellab import registry; "
             f"errors = registry.load(['kernels', {str(mine)!r}]); "
             "print(json.dumps({'errors': errors, 'families': sorted(registry.families())}))")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = in_fresh_interpreter(code, cwd=ROOT)
     assert set(got["errors"]) == {"broken"}
     assert str(mine / "broken" / "__init__.py") in got["errors"]["broken"]
     assert "reference" in got["errors"]["broken"]

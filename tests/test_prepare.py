@@ -176,8 +176,8 @@ print(json.dumps({"untouched": untouched, "hits": counters["inductor"]["fxgraph_
 def test_lowering_ahead_fills_the_cache_the_real_call_then_reads(tmp_path):
     """``compile_only`` runs Inductor, not the graph: the output is left alone, and the real
     call afterwards (a fresh Dynamo) finds the compiled graph in Inductor's cache."""
-    got = in_fresh_interpreter(_LOWER_THEN_CALL, TORCHINDUCTOR_CACHE_DIR=str(tmp_path),
-                               TORCHINDUCTOR_FX_GRAPH_CACHE="1")
+    got = in_fresh_interpreter(_LOWER_THEN_CALL, {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path),
+                                                "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"})
     assert got == {"untouched": True, "hits": 1, "right": True}
     assert not kit.compiles_ahead(kit.compiled(torch.relu, mode="max-autotune"))
 

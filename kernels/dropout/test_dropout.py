@@ -62,8 +62,8 @@ def test_compiled_lowers_ahead_the_graph_its_seeded_call_reads(tmp_path):
     """Compiling ahead (``kit.compile_only``) lowers the graph of the seeded call without
     running it; the call afterwards (Dynamo reset) finds it in Inductor's cache and its
     output passes the family's contract."""
-    got = in_fresh_interpreter(_LOWER_THEN_CALL, TORCHINDUCTOR_CACHE_DIR=str(tmp_path),
-                               TORCHINDUCTOR_FX_GRAPH_CACHE="1")
+    got = in_fresh_interpreter(_LOWER_THEN_CALL, {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path),
+                                                "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"})
     assert got == {"untouched": True, "hits": 1, "valid": True}
 
 
