@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import (
+    ROW_STAGES,
     compiled,
     cuda_op,
     numel,
@@ -137,10 +138,118 @@ layer_norm_tuned = autotune(
 )(layer_norm_kernel)
 
 
-def layer_norm_triton(out, x, w, b):
+@triton.jit
+def _add_pair(a0, a1, b0, b1):
+    return a0 + b0, a1 + b1
+
+
+@triton.jit
+def layer_norm_loop_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
+                           BLOCK_COLS: tl.constexpr, CHUNK: tl.constexpr, ROWS: tl.constexpr,
+                           EVEN: tl.constexpr = False):
+    """LayerNorm of ROWS rows per program, streamed in chunks of min(CHUNK, BLOCK_COLS) columns.
+
+    Pass 1 keeps, per lane, the sums of x - k and (x - k)^2, k each row's mean over its first
+    chunk: no reduction inside the loop, one (pair) reduction after it, and the shift keeps
+    E[d^2] - E[d]^2 free of cancellation (|mean - k| is a small fraction of the std). Pass 2
+    re-reads the rows from the L2 that pass 1 asked to keep them in, and loads each chunk of
+    weight and bias once for all ROWS rows.
+    """
+    C: tl.constexpr = min(CHUNK, BLOCK_COLS)
+    pid = tl.program_id(0).to(tl.int64)
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    row_ok = (rows < n_rows)[:, None]
+    x_rows = x_ptr + rows[:, None] * stride_x
+    o_rows = out_ptr + rows[:, None] * stride_out
+    offs = tl.arange(0, C)
+    # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, the column masks go
+    if EVEN:
+        mask = row_ok
+    else:
+        mask = row_ok & (offs[None, :] < n_cols)
+    x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    k = tl.sum(x, axis=1) / tl.minimum(n_cols, C).to(tl.float32)
+    d = tl.where(mask, x - k[:, None], 0.0)
+    s, q = d, d * d
+    for start in range(C, n_cols, C):
+        cols = start + offs
+        if not EVEN:
+            mask = row_ok & (cols[None, :] < n_cols)
+        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        d = tl.where(mask, x - k[:, None], 0.0)
+        s += d
+        q += d * d
+    s, q = tl.reduce((s, q), 1, _add_pair)
+    shift = s / n_cols
+    mean = k + shift
+    rstd = tl.math.rsqrt(tl.maximum(q / n_cols - shift * shift, 0.0) + eps)
+    for start in range(0, n_cols, C):
+        cols = start + offs
+        if EVEN:
+            col_ok = cols >= 0
+            mask = row_ok
+        else:
+            col_ok = cols < n_cols
+            mask = row_ok & col_ok[None, :]
+        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = (x - mean[:, None]) * rstd[:, None] * w[None, :] + b[None, :]
+        tl.store(o_rows + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def loop_configs(rows_per_program):
+    """(ROWS, CHUNK, warps) configs of the loop kernel: ROWS x CHUNK from 2048 to 32768
+    elements, 8 to 64 of them per thread."""
+    shapes = {1: [(2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 8), (8192, 16), (16384, 16), (16384, 32),
+                  (32768, 32)],
+              2: [(2048, 8), (4096, 8), (4096, 16), (8192, 16), (16384, 32)],
+              4: [(2048, 8), (2048, 16), (4096, 16), (8192, 32)]}
+    return [triton.Config({"ROWS": rows, "CHUNK": chunk}, num_warps=warps, num_stages=ROW_STAGES)
+            for rows in rows_per_program for chunk, warps in shapes[rows]]
+
+
+def prune_loop_configs(configs, named_args, **kwargs):
+    """The configs whose chunk fits the (padded) row, one per (ROWS, chunk, warps)."""
+    block_cols = kwargs["BLOCK_COLS"]
+    seen, kept = set(), []
+    for cfg in configs:
+        chunk = min(cfg.kwargs["CHUNK"], block_cols)
+        key = (cfg.kwargs["ROWS"], chunk, cfg.num_warps)
+        if key not in seen:
+            seen.add(key)
+            kept.append(cfg)
+    return kept
+
+
+# The ladder "triton_loop" (texts: ladder.yaml): one kernel, tuned over one row per program
+# (shifted), then over two or four rows sharing the weight and bias loads (shared_params).
+layer_norm_shifted = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
+                              prune_configs_by={"early_config_prune": prune_loop_configs})(layer_norm_loop_kernel)
+layer_norm_shared_params = autotune(configs=loop_configs((2, 4)), key=["n_rows", "n_cols"],
+                                    prune_configs_by={"early_config_prune": prune_loop_configs},
+                                    )(layer_norm_loop_kernel)
+
+
+def _check_rows(x, out):
     if x.dim() != 2 or x.stride(-1) != 1 or out.stride(-1) != 1:
         raise ValueError("layer_norm takes a 2-D (rows, cols) tensor with a contiguous last dimension")
-    rows, cols = x.shape
+    return x.shape
+
+
+def layer_norm_loop(kernel):
+    def run(out, x, w, b):
+        rows, cols = _check_rows(x, out)
+        block = triton.next_power_of_2(cols)
+        launch(kernel, lambda meta: (triton.cdiv(rows, meta["ROWS"]),), x, w, b, out, rows, cols, x.stride(0),
+               out.stride(0), EPS, BLOCK_COLS=block, EVEN=cols == block)
+        return out
+
+    return run
+
+
+def layer_norm_triton(out, x, w, b):
+    rows, cols = _check_rows(x, out)
     block = triton.next_power_of_2(cols)
     launch(layer_norm_tuned, row_grid(rows, block, "LOOPED"), x, w, b, out, rows, cols, x.stride(0),
            out.stride(0), EPS, BLOCK_COLS=block, EVEN=cols == block)
@@ -170,6 +279,18 @@ def compile_specs(dtype: str):
         CompileSpec(layer_norm_tuned, sig, {"BLOCK_COLS": 32768, "TILE": 4096, "LOOPED": True}, num_warps=8,
                     label="cols=32768: looped, chunk 4096, num_warps=8", divisible=DIVISIBLE),
     ]
+
+
+def loop_specs(rows: int, chunk: int, warps: int):
+    def specs(dtype: str):
+        ty = triton_type(dtype)
+        sig = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32",
+               "n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+        return [CompileSpec(layer_norm_loop_kernel, sig, {"BLOCK_COLS": 32768, "CHUNK": chunk, "ROWS": rows},
+                            num_warps=warps, label=f"cols=32768: {rows} row(s) per program, chunk {chunk}, "
+                            f"num_warps={warps}", divisible=DIVISIBLE)]
+
+    return specs
 
 
 def make_inputs(shape, dtype, device, seed):
@@ -217,3 +338,8 @@ for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "sta
                      ("onepass_resident", "resident"), ("lean", "staged")):
     FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"layer_norm_{kernel}",)))
+# The Triton ladder "triton_loop" (texts: ladder.yaml), beside the autotuned kernel above.
+for step, kernel, spec in (("shifted", layer_norm_shifted, loop_specs(1, 16384, 16)),
+                           ("shared_params", layer_norm_shared_params, loop_specs(2, 8192, 16))):
+    FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_loop(kernel), step=step, ladder="triton_loop",
+                    triton_kernels=(kernel,), compile_specs=spec))

@@ -134,3 +134,28 @@ def test_looped_path_in_chunks(even, large_mean):
         assert rel_error(out, fam.reference(x.double(), w.double(), b.double())) <= 2e-3
     else:
         check(fam, out, (x, w, b), out, (3, cols), "fp32")
+
+
+@pytest.mark.parametrize("large_mean", [False, True])
+@pytest.mark.parametrize("even", [True, False])
+@pytest.mark.parametrize("rows_per_program", [1, 2, 4])
+def test_loop_kernel_rows_and_chunks(rows_per_program, even, large_mean):
+    """The triton_loop kernel over several chunks (the last one partial unless EVEN) and over
+    a row count that leaves the last program's tile part empty. With mean / std = 15000 the
+    sums shifted by the first chunk's mean keep the variance as accurate as the centered
+    two-pass statistics (test_large_mean)."""
+    from kernellab.triton_utils import launch
+
+    from . import layer_norm_loop_kernel
+
+    rows, cols = 5, 64 if even else 61
+    x, w, b = fam.make_inputs((rows, cols), "fp32", DEVICE, 9)
+    if large_mean:
+        x = x * 0.01 + 300.0
+    out = fam.out_like(x, w, b).fill_(math.nan)
+    launch(layer_norm_loop_kernel, (math.ceil(rows / rows_per_program),), x, w, b, out, rows, cols, x.stride(0),
+           out.stride(0), 1e-5, BLOCK_COLS=64, CHUNK=16, ROWS=rows_per_program, EVEN=even, num_warps=1)
+    if large_mean:
+        assert rel_error(out, fam.reference(x.double(), w.double(), b.double())) <= 2e-3
+    else:
+        check(fam, out, (x, w, b), out, (rows, cols), "fp32")
