@@ -183,6 +183,14 @@ def layer_norm_loop_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_
     shift = s / n_cols
     mean = k + shift
     rstd = tl.math.rsqrt(tl.maximum(q / n_cols - shift * shift, 0.0) + eps)
+    _write_rows(x_rows, o_rows, w_ptr, b_ptr, mean, rstd, row_ok, n_cols, C, EVEN)
+
+
+@triton.jit
+def _write_rows(x_rows, o_rows, w_ptr, b_ptr, mean, rstd, row_ok, n_cols, C: tl.constexpr, EVEN: tl.constexpr):
+    """The loop kernels' pass 2: the rows again (from L2), each chunk of weight and bias
+    loaded once for all of them, the normalized write."""
+    offs = tl.arange(0, C)
     for start in range(0, n_cols, C):
         cols = start + offs
         if EVEN:
@@ -195,7 +203,62 @@ def layer_norm_loop_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_
         w = tl.load(w_ptr + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
         b = tl.load(b_ptr + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
         y = (x - mean[:, None]) * rstd[:, None] * w[None, :] + b[None, :]
-        tl.store(o_rows + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+        tl.store(o_rows + cols[None, :], y.to(o_rows.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def layer_norm_group_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
+                            BLOCK_COLS: tl.constexpr, CHUNK: tl.constexpr, ROWS: tl.constexpr,
+                            GROUP: tl.constexpr, EVEN: tl.constexpr = False):
+    """The loop kernel's statistics with no barrier before or inside the loop: the chunk seen
+    as groups of GROUP adjacent columns (one thread's 16-byte vector), each group's sums of
+    x - k_g and (x - k_g)^2 about its own first value k_g, in registers that do not grow with
+    the chunk's elements per thread. After the loop, mean = sum(n_g k_g + s_g) / n and
+    M2 = sum(q_g + d_g (2 s_g + n_g d_g)), d_g = k_g - mean: an outlier shift costs only its
+    own group's digits.
+    """
+    C: tl.constexpr = min(CHUNK, BLOCK_COLS)
+    G: tl.constexpr = min(GROUP, C)
+    pid = tl.program_id(0).to(tl.int64)
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    row_ok = (rows < n_rows)[:, None]
+    x_rows = x_ptr + rows[:, None] * stride_x
+    o_rows = out_ptr + rows[:, None] * stride_out
+    offs = tl.arange(0, C)
+    first = tl.arange(0, G)[None, None, :] == 0
+    if EVEN:
+        mask = row_ok
+    else:
+        mask = row_ok & (offs[None, :] < n_cols)
+    x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    x3 = tl.reshape(x, [ROWS, C // G, G])
+    k = tl.sum(tl.where(first, x3, 0.0), axis=2)
+    d = x3 - k[:, :, None]
+    if not EVEN:
+        m3 = tl.reshape(mask, [ROWS, C // G, G])
+        d = tl.where(m3, d, 0.0)
+        n = tl.sum(m3.to(tl.float32), axis=2)
+    s = tl.sum(d, axis=2)
+    q = tl.sum(d * d, axis=2)
+    for start in range(C, n_cols, C):
+        cols = start + offs
+        if not EVEN:
+            mask = row_ok & (cols[None, :] < n_cols)
+        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        if EVEN:
+            d = tl.reshape(x, [ROWS, C // G, G]) - k[:, :, None]
+        else:
+            m3 = tl.reshape(mask, [ROWS, C // G, G])
+            d = tl.where(m3, tl.reshape(x, [ROWS, C // G, G]) - k[:, :, None], 0.0)
+            n += tl.sum(m3.to(tl.float32), axis=2)
+        s += tl.sum(d, axis=2)
+        q += tl.sum(d * d, axis=2)
+    if EVEN:
+        n = G * (n_cols // C)
+    mean = tl.sum(n * k + s, axis=1) / n_cols
+    dk = k - mean[:, None]
+    rstd = tl.math.rsqrt(tl.sum(q + dk * (2.0 * s + n * dk), axis=1) / n_cols + eps)
+    _write_rows(x_rows, o_rows, w_ptr, b_ptr, mean, rstd, row_ok, n_cols, C, EVEN)
 
 
 def loop_configs(rows_per_program):
@@ -229,6 +292,14 @@ layer_norm_shifted = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols
 layer_norm_shared_params = autotune(configs=loop_configs((2, 4)), key=["n_rows", "n_cols"],
                                     prune_configs_by={"early_config_prune": prune_loop_configs},
                                     )(layer_norm_loop_kernel)
+layer_norm_group_shift = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
+                                  prune_configs_by={"early_config_prune": prune_loop_configs},
+                                  )(layer_norm_group_kernel)
+
+
+def vector_elems(nbytes: int) -> int:
+    """Elements of ``nbytes`` each in one 16-byte vector: a thread's group of adjacent columns."""
+    return 16 // nbytes
 
 
 def _check_rows(x, out):
@@ -237,12 +308,13 @@ def _check_rows(x, out):
     return x.shape
 
 
-def layer_norm_loop(kernel):
+def layer_norm_loop(kernel, grouped=False):
     def run(out, x, w, b):
         rows, cols = _check_rows(x, out)
         block = triton.next_power_of_2(cols)
+        group = {"GROUP": vector_elems(x.element_size())} if grouped else {}
         launch(kernel, lambda meta: (triton.cdiv(rows, meta["ROWS"]),), x, w, b, out, rows, cols, x.stride(0),
-               out.stride(0), EPS, BLOCK_COLS=block, EVEN=cols == block)
+               out.stride(0), EPS, BLOCK_COLS=block, EVEN=cols == block, **group)
         return out
 
     return run
@@ -281,12 +353,15 @@ def compile_specs(dtype: str):
     ]
 
 
-def loop_specs(rows: int, chunk: int, warps: int):
+def loop_specs(rows: int, chunk: int, warps: int, grouped=False):
     def specs(dtype: str):
         ty = triton_type(dtype)
         sig = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32",
                "n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
-        return [CompileSpec(layer_norm_loop_kernel, sig, {"BLOCK_COLS": 32768, "CHUNK": chunk, "ROWS": rows},
+        meta = {"BLOCK_COLS": 32768, "CHUNK": chunk, "ROWS": rows}
+        if grouped:
+            meta["GROUP"] = vector_elems(element_size(dtype))
+        return [CompileSpec(layer_norm_group_kernel if grouped else layer_norm_loop_kernel, sig, meta,
                             num_warps=warps, label=f"cols=32768: {rows} row(s) per program, chunk {chunk}, "
                             f"num_warps={warps}", divisible=DIVISIBLE)]
 
@@ -339,7 +414,8 @@ for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "sta
     FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"layer_norm_{kernel}",)))
 # The Triton ladder "triton_loop" (texts: ladder.yaml), beside the autotuned kernel above.
-for step, kernel, spec in (("shifted", layer_norm_shifted, loop_specs(1, 16384, 16)),
-                           ("shared_params", layer_norm_shared_params, loop_specs(2, 8192, 16))):
-    FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_loop(kernel), step=step, ladder="triton_loop",
-                    triton_kernels=(kernel,), compile_specs=spec))
+for step, kernel, grouped, spec in (("shifted", layer_norm_shifted, False, loop_specs(1, 16384, 16)),
+                                    ("shared_params", layer_norm_shared_params, False, loop_specs(2, 8192, 16)),
+                                    ("group_shift", layer_norm_group_shift, True, loop_specs(1, 16384, 16, True))):
+    FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_loop(kernel, grouped), step=step,
+                    ladder="triton_loop", triton_kernels=(kernel,), compile_specs=spec))

@@ -136,26 +136,30 @@ def test_looped_path_in_chunks(even, large_mean):
         check(fam, out, (x, w, b), out, (3, cols), "fp32")
 
 
-@pytest.mark.parametrize("large_mean", [False, True])
+@pytest.mark.parametrize("data", ["normal", "large_mean", "outlier_first"])
 @pytest.mark.parametrize("even", [True, False])
 @pytest.mark.parametrize("rows_per_program", [1, 2, 4])
-def test_loop_kernel_rows_and_chunks(rows_per_program, even, large_mean):
-    """The triton_loop kernel over several chunks (the last one partial unless EVEN) and over
+@pytest.mark.parametrize("grouped", [False, True], ids=["shifted", "group_shift"])
+def test_loop_kernels_rows_and_chunks(grouped, rows_per_program, even, data):
+    """The triton_loop kernels over several chunks (the last one partial unless EVEN) and over
     a row count that leaves the last program's tile part empty. With mean / std = 15000 the
-    sums shifted by the first chunk's mean keep the variance as accurate as the centered
-    two-pass statistics (test_large_mean)."""
+    shifted sums keep the variance as accurate as the centered two-pass statistics
+    (test_large_mean), and so they do when a row's first value, a shift, lies 500 std out."""
     from kernellab.triton_utils import launch
 
-    from . import layer_norm_loop_kernel
+    from . import layer_norm_group_kernel, layer_norm_loop_kernel
 
     rows, cols = 5, 64 if even else 61
     x, w, b = fam.make_inputs((rows, cols), "fp32", DEVICE, 9)
-    if large_mean:
+    if data == "large_mean":
         x = x * 0.01 + 300.0
+    elif data == "outlier_first":
+        x[:, 0] = 1000.0
     out = fam.out_like(x, w, b).fill_(math.nan)
-    launch(layer_norm_loop_kernel, (math.ceil(rows / rows_per_program),), x, w, b, out, rows, cols, x.stride(0),
-           out.stride(0), 1e-5, BLOCK_COLS=64, CHUNK=16, ROWS=rows_per_program, EVEN=even, num_warps=1)
-    if large_mean:
+    kernel, group = (layer_norm_group_kernel, {"GROUP": 4}) if grouped else (layer_norm_loop_kernel, {})
+    launch(kernel, (math.ceil(rows / rows_per_program),), x, w, b, out, rows, cols, x.stride(0), out.stride(0), 1e-5,
+           BLOCK_COLS=64, CHUNK=16, ROWS=rows_per_program, EVEN=even, num_warps=1, **group)
+    if data == "large_mean":
         assert rel_error(out, fam.reference(x.double(), w.double(), b.double())) <= 2e-3
     else:
         check(fam, out, (x, w, b), out, (rows, cols), "fp32")
