@@ -144,6 +144,27 @@ def _add_pair(a0, a1, b0, b1):
 
 
 @triton.jit
+def _first_chunk(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, ROWS: tl.constexpr, C: tl.constexpr,
+                 EVEN: tl.constexpr):
+    """The loop kernels' program: its ROWS rows (which exist, their x and out pointers), the
+    chunk's column offsets, and the first chunk's mask and values (fp32), loaded for pass 2 to
+    find in L2. EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, the column
+    masks go."""
+    pid = tl.program_id(0).to(tl.int64)
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    row_ok = (rows < n_rows)[:, None]
+    x_rows = x_ptr + rows[:, None] * stride_x
+    o_rows = out_ptr + rows[:, None] * stride_out
+    offs = tl.arange(0, C)
+    if EVEN:
+        mask = row_ok
+    else:
+        mask = row_ok & (offs[None, :] < n_cols)
+    x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    return row_ok, x_rows, o_rows, offs, mask, x
+
+
+@triton.jit
 def layer_norm_loop_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
                            BLOCK_COLS: tl.constexpr, CHUNK: tl.constexpr, ROWS: tl.constexpr,
                            EVEN: tl.constexpr = False):
@@ -156,18 +177,8 @@ def layer_norm_loop_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_
     weight and bias once for all ROWS rows.
     """
     C: tl.constexpr = min(CHUNK, BLOCK_COLS)
-    pid = tl.program_id(0).to(tl.int64)
-    rows = pid * ROWS + tl.arange(0, ROWS)
-    row_ok = (rows < n_rows)[:, None]
-    x_rows = x_ptr + rows[:, None] * stride_x
-    o_rows = out_ptr + rows[:, None] * stride_out
-    offs = tl.arange(0, C)
-    # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, the column masks go
-    if EVEN:
-        mask = row_ok
-    else:
-        mask = row_ok & (offs[None, :] < n_cols)
-    x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    row_ok, x_rows, o_rows, offs, mask, x = _first_chunk(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
+                                                         ROWS, C, EVEN)
     k = tl.sum(x, axis=1) / tl.minimum(n_cols, C).to(tl.float32)
     d = tl.where(mask, x - k[:, None], 0.0)
     s, q = d, d * d
@@ -219,18 +230,9 @@ def layer_norm_group_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride
     """
     C: tl.constexpr = min(CHUNK, BLOCK_COLS)
     G: tl.constexpr = min(GROUP, C)
-    pid = tl.program_id(0).to(tl.int64)
-    rows = pid * ROWS + tl.arange(0, ROWS)
-    row_ok = (rows < n_rows)[:, None]
-    x_rows = x_ptr + rows[:, None] * stride_x
-    o_rows = out_ptr + rows[:, None] * stride_out
-    offs = tl.arange(0, C)
+    row_ok, x_rows, o_rows, offs, mask, x = _first_chunk(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
+                                                         ROWS, C, EVEN)
     first = tl.arange(0, G)[None, None, :] == 0
-    if EVEN:
-        mask = row_ok
-    else:
-        mask = row_ok & (offs[None, :] < n_cols)
-    x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     x3 = tl.reshape(x, [ROWS, C // G, G])
     k = tl.sum(tl.where(first, x3, 0.0), axis=2)
     d = x3 - k[:, :, None]
