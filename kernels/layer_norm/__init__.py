@@ -10,7 +10,8 @@ about 0.26 ms.
 The Triton kernel keeps whole rows in registers (several short rows per program), or
 loops over a row in two passes (mean and variance merged chunk by chunk, then normalize;
 the second read hits the L2); one autotuned kernel, the config's constexpr LOOPED picks the
-path (``kit.prune_row_tile_configs`` says which configs each width times).
+path (``kit.prune_row_tile_configs`` says which configs each width times). The ladder
+"triton_loop" tries other statistics for that loop (ladder.yaml, KERNEL_LOG).
 """
 
 from __future__ import annotations
@@ -287,8 +288,9 @@ def prune_loop_configs(configs, named_args, **kwargs):
     return kept
 
 
-# The ladder "triton_loop" (texts: ladder.yaml): one kernel, tuned over one row per program
-# (shifted), then over two or four rows sharing the weight and bias loads (shared_params).
+# The ladder "triton_loop" (texts: ladder.yaml): the loop kernel tuned over one row per program
+# (shifted), then over two or four rows sharing the weight and bias loads (shared_params); the
+# group kernel over one row per program (group_shift).
 layer_norm_shifted = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
                               prune_configs_by={"early_config_prune": prune_loop_configs})(layer_norm_loop_kernel)
 layer_norm_shared_params = autotune(configs=loop_configs((2, 4)), key=["n_rows", "n_cols"],
@@ -343,10 +345,15 @@ def layer_norm_cuda(variant: str):
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 
-def compile_specs(dtype: str):
+def signature(dtype: str) -> dict:
+    """The argument types every layer-norm kernel takes, for cross-compiling."""
     ty = triton_type(dtype)
-    sig = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32",
-           "n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+    return {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32",
+            "n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+
+
+def compile_specs(dtype: str):
+    sig = signature(dtype)
     return [
         CompileSpec(layer_norm_tuned, sig, {"BLOCK_COLS": 4096, "TILE": 4096, "LOOPED": False}, num_warps=8,
                     label="cols=4096: one row per program, num_warps=8", divisible=DIVISIBLE),
@@ -357,13 +364,10 @@ def compile_specs(dtype: str):
 
 def loop_specs(rows: int, chunk: int, warps: int, grouped=False):
     def specs(dtype: str):
-        ty = triton_type(dtype)
-        sig = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32",
-               "n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
         meta = {"BLOCK_COLS": 32768, "CHUNK": chunk, "ROWS": rows}
         if grouped:
             meta["GROUP"] = vector_elems(element_size(dtype))
-        return [CompileSpec(layer_norm_group_kernel if grouped else layer_norm_loop_kernel, sig, meta,
+        return [CompileSpec(layer_norm_group_kernel if grouped else layer_norm_loop_kernel, signature(dtype), meta,
                             num_warps=warps, label=f"cols=32768: {rows} row(s) per program, chunk {chunk}, "
                             f"num_warps={warps}", divisible=DIVISIBLE)]
 
