@@ -145,6 +145,15 @@ def _add_pair(a0, a1, b0, b1):
 
 
 @triton.jit
+def _chan_merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
+    """Two parts' (count, mean, M2) as one, by Chan's update; empty parts (n = 0) merge to the other."""
+    n = n_a + n_b
+    frac = n_b / tl.maximum(n, 1.0)
+    delta = mean_b - mean_a
+    return n, mean_a + delta * frac, m2_a + m2_b + delta * delta * n_a * frac
+
+
+@triton.jit
 def _first_chunk(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, ROWS: tl.constexpr, C: tl.constexpr,
                  EVEN: tl.constexpr):
     """The loop kernels' program: its ROWS rows (which exist, their x and out pointers), the
@@ -221,13 +230,15 @@ def _write_rows(x_rows, o_rows, w_ptr, b_ptr, mean, rstd, row_ok, n_cols, C: tl.
 @triton.jit
 def layer_norm_group_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
                             BLOCK_COLS: tl.constexpr, CHUNK: tl.constexpr, ROWS: tl.constexpr,
-                            GROUP: tl.constexpr, EVEN: tl.constexpr = False):
+                            GROUP: tl.constexpr, EVEN: tl.constexpr = False, ONE_MERGE: tl.constexpr = False):
     """The loop kernel's statistics with no barrier before or inside the loop: the chunk seen
     as groups of GROUP adjacent columns (one thread's 16-byte vector), each group's sums of
     x - k_g and (x - k_g)^2 about its own first value k_g, in registers that do not grow with
     the chunk's elements per thread. After the loop, mean = sum(n_g k_g + s_g) / n and
     M2 = sum(q_g + d_g (2 s_g + n_g d_g)), d_g = k_g - mean: an outlier shift costs only its
-    own group's digits.
+    own group's digits. ONE_MERGE: instead of those two dependent reductions, one: each group's
+    (n_g, mean_g, M2_g) merged across the row by Chan's update in the reduction tree itself, the
+    means taken relative to the row's first value.
     """
     C: tl.constexpr = min(CHUNK, BLOCK_COLS)
     G: tl.constexpr = min(GROUP, C)
@@ -258,9 +269,19 @@ def layer_norm_group_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride
         q += tl.sum(d * d, axis=2)
     if EVEN:
         n = G * (n_cols // C)
-    mean = tl.sum(n * k + s, axis=1) / n_cols
-    dk = k - mean[:, None]
-    rstd = tl.math.rsqrt(tl.sum(q + dk * (2.0 * s + n * dk), axis=1) / n_cols + eps)
+    if ONE_MERGE:
+        # the groups' means relative to the row's first value, so that the merge's running
+        # mean keeps the digits of the spread rather than of the mean's magnitude
+        k_row = tl.load(x_rows, mask=row_ok, other=0.0).to(tl.float32)
+        n = tl.zeros_like(s) + n
+        shift = s / tl.maximum(n, 1.0)
+        _, mean, m2 = tl.reduce((n, (k - k_row) + shift, q - s * shift), 1, _chan_merge)
+        mean += tl.reshape(k_row, [ROWS])
+        rstd = tl.math.rsqrt(m2 / n_cols + eps)
+    else:
+        mean = tl.sum(n * k + s, axis=1) / n_cols
+        dk = k - mean[:, None]
+        rstd = tl.math.rsqrt(tl.sum(q + dk * (2.0 * s + n * dk), axis=1) / n_cols + eps)
     _write_rows(x_rows, o_rows, w_ptr, b_ptr, mean, rstd, row_ok, n_cols, C, EVEN)
 
 
@@ -290,7 +311,8 @@ def prune_loop_configs(configs, named_args, **kwargs):
 
 # The ladder "triton_loop" (texts: ladder.yaml): the loop kernel tuned over one row per program
 # (shifted), then over two or four rows sharing the weight and bias loads (shared_params); the
-# group kernel over one row per program (group_shift).
+# group kernel over one row per program, its statistics merged in two reductions (group_shift)
+# or one (one_merge).
 layer_norm_shifted = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
                               prune_configs_by={"early_config_prune": prune_loop_configs})(layer_norm_loop_kernel)
 layer_norm_shared_params = autotune(configs=loop_configs((2, 4)), key=["n_rows", "n_cols"],
@@ -299,6 +321,9 @@ layer_norm_shared_params = autotune(configs=loop_configs((2, 4)), key=["n_rows",
 layer_norm_group_shift = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
                                   prune_configs_by={"early_config_prune": prune_loop_configs},
                                   )(layer_norm_group_kernel)
+layer_norm_one_merge = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
+                                prune_configs_by={"early_config_prune": prune_loop_configs},
+                                )(layer_norm_group_kernel)
 
 
 def vector_elems(nbytes: int) -> int:
@@ -312,13 +337,13 @@ def _check_rows(x, out):
     return x.shape
 
 
-def layer_norm_loop(kernel, grouped=False):
+def layer_norm_loop(kernel, grouped=False, **constexprs):
     def run(out, x, w, b):
         rows, cols = _check_rows(x, out)
         block = triton.next_power_of_2(cols)
         group = {"GROUP": vector_elems(x.element_size())} if grouped else {}
         launch(kernel, lambda meta: (triton.cdiv(rows, meta["ROWS"]),), x, w, b, out, rows, cols, x.stride(0),
-               out.stride(0), EPS, BLOCK_COLS=block, EVEN=cols == block, **group)
+               out.stride(0), EPS, BLOCK_COLS=block, EVEN=cols == block, **group, **constexprs)
         return out
 
     return run
@@ -362,9 +387,9 @@ def compile_specs(dtype: str):
     ]
 
 
-def loop_specs(rows: int, chunk: int, warps: int, grouped=False):
+def loop_specs(rows: int, chunk: int, warps: int, grouped=False, **constexprs):
     def specs(dtype: str):
-        meta = {"BLOCK_COLS": 32768, "CHUNK": chunk, "ROWS": rows}
+        meta = {"BLOCK_COLS": 32768, "CHUNK": chunk, "ROWS": rows, **constexprs}
         if grouped:
             meta["GROUP"] = vector_elems(element_size(dtype))
         return [CompileSpec(layer_norm_group_kernel if grouped else layer_norm_loop_kernel, signature(dtype), meta,
@@ -420,8 +445,12 @@ for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "sta
     FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"layer_norm_{kernel}",)))
 # The Triton ladder "triton_loop" (texts: ladder.yaml), beside the autotuned kernel above.
-for step, kernel, grouped, spec in (("shifted", layer_norm_shifted, False, loop_specs(1, 16384, 16)),
-                                    ("shared_params", layer_norm_shared_params, False, loop_specs(2, 8192, 16)),
-                                    ("group_shift", layer_norm_group_shift, True, loop_specs(1, 16384, 16, True))):
-    FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_loop(kernel, grouped), step=step,
-                    ladder="triton_loop", triton_kernels=(kernel,), compile_specs=spec))
+# The spec of each: (rows per program, chunk, warps) at 32768 columns, as the tuner picked there.
+for step, kernel, grouped, meta, spec in (
+        ("shifted", layer_norm_shifted, False, {}, (1, 16384, 16)),
+        ("shared_params", layer_norm_shared_params, False, {}, (2, 8192, 16)),
+        ("group_shift", layer_norm_group_shift, True, {}, (1, 16384, 16)),
+        ("one_merge", layer_norm_one_merge, True, {"ONE_MERGE": True}, (1, 16384, 16))):
+    FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_loop(kernel, grouped, **meta), step=step,
+                    ladder="triton_loop", triton_kernels=(kernel,),
+                    compile_specs=loop_specs(*spec, grouped, **meta)))

@@ -139,8 +139,8 @@ def test_looped_path_in_chunks(even, large_mean):
 @pytest.mark.parametrize("data", ["normal", "large_mean", "outlier_first"])
 @pytest.mark.parametrize("even", [True, False])
 @pytest.mark.parametrize("rows_per_program", [1, 2, 4])
-@pytest.mark.parametrize("grouped", [False, True], ids=["shifted", "group_shift"])
-def test_loop_kernels_rows_and_chunks(grouped, rows_per_program, even, data):
+@pytest.mark.parametrize("kernel_meta", [None, {}, {"ONE_MERGE": True}], ids=["shifted", "group_shift", "one_merge"])
+def test_loop_kernels_rows_and_chunks(kernel_meta, rows_per_program, even, data):
     """The triton_loop kernels over several chunks (the last one partial unless EVEN) and over
     a row count that leaves the last program's tile part empty. With mean / std = 15000 the
     shifted sums keep the variance as accurate as the centered two-pass statistics
@@ -156,9 +156,10 @@ def test_loop_kernels_rows_and_chunks(grouped, rows_per_program, even, data):
     elif data == "outlier_first":
         x[:, 0] = 1000.0
     out = fam.out_like(x, w, b).fill_(math.nan)
-    kernel, group = (layer_norm_group_kernel, {"GROUP": 4}) if grouped else (layer_norm_loop_kernel, {})
+    kernel, meta = (layer_norm_loop_kernel, {}) if kernel_meta is None else (layer_norm_group_kernel,
+                                                                            {"GROUP": 4, **kernel_meta})
     launch(kernel, (math.ceil(rows / rows_per_program),), x, w, b, out, rows, cols, x.stride(0), out.stride(0), 1e-5,
-           BLOCK_COLS=64, CHUNK=16, ROWS=rows_per_program, EVEN=even, num_warps=1, **group)
+           BLOCK_COLS=64, CHUNK=16, ROWS=rows_per_program, EVEN=even, num_warps=1, **meta)
     if data == "large_mean":
         assert rel_error(out, fam.reference(x.double(), w.double(), b.double())) <= 2e-3
     else:
