@@ -37,10 +37,29 @@ def bench_config(fn, quantiles):
 
 
 def autotune(configs, key, **kwargs):
-    """``triton.autotune`` with this project's per-config benchmark (``bench_config``)."""
+    """``triton.autotune`` with this project's per-config benchmark (``bench_config``), keyed
+    also on the kernel's constexpr arguments that no config sets. Triton keys a tuning, and its
+    run-wide disk cache entry, on ``key``'s values and the configs only: two autotuners of one
+    kernel with the same configs whose calls differ in a flag would share one choice and one
+    table of timings."""
     import triton
 
-    return triton.autotune(configs=configs, key=key, do_bench=bench_config, **kwargs)
+    tuned = {name for cfg in configs for name in cfg.kwargs}
+
+    def wrap(fn):
+        flags = [name for name in constexpr_args(fn) if name not in tuned and name not in key]
+        return triton.autotune(configs=configs, key=[*key, *flags], do_bench=bench_config, **kwargs)(fn)
+
+    return wrap
+
+
+def constexpr_args(fn) -> list[str]:
+    """Names of a ``@triton.jit`` function's ``tl.constexpr`` arguments, compiled or
+    interpreted (annotations may be strings under ``from __future__ import annotations``)."""
+    import inspect
+
+    params = inspect.signature(getattr(fn, "fn", fn)).parameters
+    return [name for name, p in params.items() if "constexpr" in str(p.annotation)]
 
 
 def is_autotuned(kernel) -> bool:
