@@ -313,18 +313,16 @@ def prune_loop_configs(configs, named_args, **kwargs):
 # (shifted), then over two or four rows sharing the weight and bias loads (shared_params); the
 # group kernel over one row per program, its statistics merged in two reductions (group_shift)
 # or one (one_merge).
-layer_norm_shifted = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
-                              prune_configs_by={"early_config_prune": prune_loop_configs})(layer_norm_loop_kernel)
-layer_norm_shared_params = autotune(configs=loop_configs((2, 4)), key=["n_rows", "n_cols"],
-                                    prune_configs_by={"early_config_prune": prune_loop_configs},
-                                    )(layer_norm_loop_kernel)
-layer_norm_group_shift = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
-                                  prune_configs_by={"early_config_prune": prune_loop_configs},
-                                  )(layer_norm_group_kernel)
-layer_norm_one_merge = autotune(configs=loop_configs((1,)), key=["n_rows", "n_cols"],
-                                prune_configs_by={"early_config_prune": prune_loop_configs},
-                                )(layer_norm_group_kernel)
+def loop_tuned(kernel, rows_per_program):
+    """``kernel`` autotuned over ``loop_configs(rows_per_program)``, per row shape."""
+    return autotune(configs=loop_configs(rows_per_program), key=["n_rows", "n_cols"],
+                    prune_configs_by={"early_config_prune": prune_loop_configs})(kernel)
 
+
+layer_norm_shifted = loop_tuned(layer_norm_loop_kernel, (1,))
+layer_norm_shared_params = loop_tuned(layer_norm_loop_kernel, (2, 4))
+layer_norm_group_shift = loop_tuned(layer_norm_group_kernel, (1,))
+layer_norm_one_merge = loop_tuned(layer_norm_group_kernel, (1,))
 
 def vector_elems(nbytes: int) -> int:
     """Elements of ``nbytes`` each in one 16-byte vector: a thread's group of adjacent columns."""
