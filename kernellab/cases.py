@@ -63,6 +63,15 @@ class Case:
         }
 
 
+@dataclass(frozen=True)
+class NcuCase:
+    """One implementation profiled under Nsight Compute beside the ladders' steps."""
+
+    impl_key: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
 @dataclass
 class KernelPlan:
     kernel: str
@@ -75,6 +84,7 @@ class KernelPlan:
     profile_shape: tuple[int, ...] | None = None
     impl_dtypes: dict[str, list[str]] = field(default_factory=dict)  # impl kind or key -> its only dtypes
     ladder_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # ladder -> its shape
+    ncu_cases: list[NcuCase] = field(default_factory=list)
 
     def ladder_shape(self, ladder: str) -> tuple[int, ...] | None:
         """The shape a ladder is read at (KERNEL_LOG, ncu): its own, else the profile shape."""
@@ -124,18 +134,24 @@ def kernel_plan(name: str, kcfg: dict, target: str) -> KernelPlan:
     impl_shapes = kcfg.get("cpu_impl_shapes" if cpu else "impl_shapes") or {}
     prof = kcfg.get("cpu_profile_shape" if cpu else "profile_shape")
     main = shapes("shapes")
+    profile_shape = parse_shape(prof) if prof is not None else (main[len(main) // 2] if main else None)
+    dtypes = list(kcfg["dtypes"])
+    default_dtype = "fp32" if "fp32" in dtypes else dtypes[0]
+    ncu_cases = [NcuCase(c["impl"], parse_shape(c["shape"]) if "shape" in c else profile_shape,
+                         c.get("dtype", default_dtype)) for c in kcfg.get("ncu_cases") or []]
     return KernelPlan(
         kernel=name,
-        dtypes=list(kcfg["dtypes"]),
+        dtypes=dtypes,
         shapes=main,
         check_shapes=shapes("check_shapes"),
         impl_shapes={k: [parse_shape(v) for v in vals] for k, vals in impl_shapes.items()},
         impls=kcfg.get("impls"),
         params=dict(kcfg.get("params") or {}),
-        profile_shape=parse_shape(prof) if prof is not None else (main[len(main) // 2] if main else None),
+        profile_shape=profile_shape,
         impl_dtypes={k: list(v) for k, v in (kcfg.get("impl_dtypes") or {}).items()},
         ladder_shapes={k: parse_shape(v) for k, v in
                        (kcfg.get("cpu_ladder_shapes" if cpu else "ladder_shapes") or {}).items()},
+        ncu_cases=ncu_cases,
     )
 
 

@@ -163,6 +163,24 @@ def check(config: dict, families: dict | None = None) -> None:
                     raise ConfigError(f"{where}.{field}: {name} has no ladder {ladder!r}; "
                                       f"its ladders: {', '.join(fam.ladders()) or 'none'}")
                 _check_one_shape(fam, f"{where}.{field}.{ladder}", value)
+        seen_ncu: set = set()
+        for i, case in enumerate(kcfg.get("ncu_cases") or []):
+            at = f"{where}.ncu_cases[{i}]"
+            impl = fam.impls.get(case["impl"])
+            if impl is None:
+                raise ConfigError(f"{at}: unknown implementation {case['impl']!r} of {name}; "
+                                  f"known: {', '.join(fam.impls)}")
+            if "shape" in case:
+                _check_one_shape(fam, f"{at}.shape", case["shape"])
+            dtype = case.get("dtype")
+            if dtype is not None and (dtype not in kcfg.get("dtypes", []) or not impl.supports(dtype)):
+                raise ConfigError(f"{at}.dtype: {case['impl']} does not run {dtype!r} here; the kernel's "
+                                  f"dtypes: {', '.join(kcfg.get('dtypes', []))}")
+            ident = (case["impl"], str(case.get("shape", "")), dtype)
+            if ident in seen_ncu:
+                raise ConfigError(f"{at}: duplicate of an earlier case ({case['impl']}, "
+                                  f"{case.get('shape', 'profile shape')}, {dtype or 'default dtype'})")
+            seen_ncu.add(ident)
         for pname, values in (kcfg.get("params") or {}).items():
             if pname not in fam.params:
                 raise ConfigError(f"{where}.params: {name} has no parameter {pname!r}; "

@@ -39,12 +39,20 @@ METRICS = {
     "launch__shared_mem_per_block_dynamic": "smem_dynamic",
     "l1tex__t_sector_hit_rate.pct": "l1_hit_pct",
     "lts__t_sector_hit_rate.pct": "l2_hit_pct",
+    # the bytes behind the rates: what DRAM moved against the family's byte model, and what the
+    # SMs read from the L2 (hits and misses) for each byte of it, with how busy that kept the L2
+    "dram__bytes_read.sum": "dram_read_bytes",
+    "dram__bytes_write.sum": "dram_write_bytes",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed": "l2_pct",
     **{f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio": f"stall_{s}" for s in STALLS},
 }
 
 COLUMNS = ["kernel", "ladder", "impl_key", "step", "shape", "dtype", "status", "reason", "duration_us",
            "dram_pct", "sm_pct", "tensor_pct", "achieved_occupancy", "registers", "smem_per_block", "l1_hit_pct",
-           "l2_hit_pct", "top_stalls", "n_kernels"]
+           "l2_hit_pct", "l2_pct", "dram_read_mb", "dram_write_mb", "model_mb", "dram_vs_model", "l2_read_mb",
+           "top_stalls", "n_kernels"]
+L2_SECTOR_BYTES = 32
 
 
 # Every ladder step of the run is profiled in one ncu session (one Python start-up, one
@@ -62,7 +70,8 @@ def command(steps: list[tuple[str, str, str, str]], build_json: str, status_json
     dirs = os.pathsep.join(str(d) for d in registry.kernel_dirs(kernel_dirs))
     return [
         "ncu", "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
-        "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS),
+        # base units: bytes as bytes and times in ns, never rescaled per value
+        "--print-units", "base", "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS),
         sys.executable, "-m", "kernellab.ncu_target", build_json, status_json, dirs,
         *[f"{kernel}:{key}:{dtype}:{shape}" for kernel, key, dtype, shape in steps],
     ]
@@ -90,6 +99,9 @@ def combine(per_kernel: pd.DataFrame) -> dict:
     def wavg(col):
         return float((per_kernel[col] * w).sum() / total) if col in per_kernel else float("nan")
 
+    def mb(col, scale=1.0):
+        return float(per_kernel[col].sum()) * scale / 1e6 if col in per_kernel else float("nan")
+
     stalls = {s: wavg(f"stall_{s}") for s in STALLS if f"stall_{s}" in per_kernel}
     top = sorted(stalls.items(), key=lambda kv: -(kv[1] if kv[1] == kv[1] else -1))[:3]
     smem = per_kernel.get("smem_static", 0) + per_kernel.get("smem_dynamic", 0)
@@ -100,7 +112,9 @@ def combine(per_kernel: pd.DataFrame) -> dict:
         "achieved_occupancy": wavg("achieved_occupancy"),
         "registers": float(per_kernel["registers"].max()) if "registers" in per_kernel else float("nan"),
         "smem_per_block": float(smem.max()) if hasattr(smem, "max") else float("nan"),
-        "l1_hit_pct": wavg("l1_hit_pct"), "l2_hit_pct": wavg("l2_hit_pct"),
+        "l1_hit_pct": wavg("l1_hit_pct"), "l2_hit_pct": wavg("l2_hit_pct"), "l2_pct": wavg("l2_pct"),
+        "dram_read_mb": mb("dram_read_bytes"), "dram_write_mb": mb("dram_write_bytes"),
+        "l2_read_mb": mb("l2_read_sectors", L2_SECTOR_BYTES),
         "top_stalls": ", ".join(f"{k} {v:.2f}" for k, v in top if v == v),
         "n_kernels": int(len(per_kernel)),
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import shutil
 import sys
@@ -298,7 +299,8 @@ def _gpu_arch() -> int:
 
 def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) -> None:
     """Nsight Compute on every ladder step of the families, each at its ladder's shape and
-    dtype, in one ncu session; one table per family."""
+    dtype, and on each family's ``ncu_cases`` (ladder and step empty), in one ncu session; one
+    table per family, each row with the family's byte model beside the bytes DRAM moved."""
     from kernellab.ncu import COLUMNS, profile_steps
 
     nc = config.get("ncu") or {}
@@ -316,6 +318,11 @@ def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) 
             ladders.append(f"{kernel} {ladder} ({len(steps)})")
             bases += [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
                        "dtype": dtype} for s in steps]
+        extra = [c for c in plan.ncu_cases if c.impl_key in keys]
+        if extra:
+            ladders.append(f"{kernel} ncu_cases ({len(extra)})")
+            bases += [{"kernel": kernel, "ladder": "", "impl_key": c.impl_key, "step": "",
+                       "shape": "x".join(map(str, c.shape)), "dtype": c.dtype} for c in extra]
     if not bases:
         got = []
     elif not nc.get("enabled", True):
@@ -328,9 +335,21 @@ def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) 
                             str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)),
                             config.get("kernel_dirs"))
         log.info("ncu: %d steps of %s in %.1f s", len(bases), ", ".join(ladders), time.perf_counter() - t0)
-    rows = [{**b, **g} for b, g in zip(bases, got, strict=True)]
+    rows = [{**b, **_model_bytes(config, b), **g} for b, g in zip(bases, got, strict=True)]
+    for r in rows:
+        moved = r.get("dram_read_mb", math.nan) + r.get("dram_write_mb", math.nan)
+        r["dram_vs_model"] = moved / r["model_mb"] if r["model_mb"] > 0 else math.nan
     for kernel, out_csv in zip(kernels, out_csvs, strict=True):
         write_csv(out_csv, [r for r in rows if r["kernel"] == kernel], columns=COLUMNS)
+
+
+def _model_bytes(config: dict, row: dict) -> dict:
+    """The family's byte model of the profiled call (ncu_target runs each parameter's first value)."""
+    from kernellab.cases import parse_shape
+
+    fam = families(config)[row["kernel"]]
+    params = {k: v[0] for k, v in fam.params.items()}
+    return {"model_mb": fam.bytes_moved(parse_shape(row["shape"]), row["dtype"], **params) / 1e6}
 
 
 def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],

@@ -81,6 +81,11 @@ BAD = [
     ("ladder-shape-unknown-ladder", _with(f"kernels.{K}.ladder_shapes", {"no_such_ladder": 4096}),
      "no_such_ladder"),
     ("ladder-shape-bad-shape", _with(f"kernels.{K}.ladder_shapes", {"no_such_ladder": "abc"}), "abc"),
+    ("ncu-case-unknown-impl", _with(f"kernels.{K}.ncu_cases", [{"impl": "cuda@nope"}]), "cuda@nope"),
+    ("ncu-case-wrong-rank", _with(f"kernels.{K}.ncu_cases", [{"impl": "triton", "shape": "64x64"}]), "ncu_cases[0]"),
+    ("ncu-case-dtype-not-run", _with(f"kernels.{K}.ncu_cases", [{"impl": "triton", "dtype": "fp16"}]), "fp16"),
+    ("ncu-case-duplicate", _with(f"kernels.{K}.ncu_cases", [{"impl": "triton"}, {"impl": "triton"}]), "duplicate"),
+    ("ncu-case-no-impl", _with(f"kernels.{K}.ncu_cases", [{"shape": 4099}]), "impl"),
 ]
 
 
@@ -102,6 +107,17 @@ def test_ladder_shape_and_dtype():
         assert all(s.supports(dtype) for s in steps)
         if all(s.supports("fp32") for s in steps) and "fp32" in fam.dtypes:
             assert dtype == "fp32"
+
+
+def test_ncu_cases_default_to_the_profile_shape_and_fp32():
+    from kernellab.cases import NcuCase, kernel_plan
+
+    fam = registry.family(K)
+    plan = kernel_plan(K, {"dtypes": ["bf16", "fp32"], "shapes": [4099, 8192], "profile_shape": 8192,
+                           "ncu_cases": [{"impl": "triton"}, {"impl": "triton", "shape": 4099, "dtype": "bf16"}]},
+                       "gpu")
+    assert "triton" in fam.impls
+    assert plan.ncu_cases == [NcuCase("triton", (8192,), "fp32"), NcuCase("triton", (4099,), "bf16")]
 
 
 def test_impl_dtypes_limit_an_implementation():

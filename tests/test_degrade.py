@@ -38,15 +38,18 @@ def test_ncu_csv_is_parsed_and_kernels_combined():
     stdout = "\n".join([
         "==PROF== Connected to process 1",
         '"ID","Kernel Name","gpu__time_duration.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed",'
-        '"launch__registers_per_thread","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"',
-        '"","","nsecond","%","register/thread","ratio"',
-        '"0","k1","1,000","90","32","5.5"',
-        '"1","k2","3,000","50","40","1.5"',
+        '"launch__registers_per_thread","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",'
+        '"dram__bytes_read.sum","dram__bytes_write.sum","lts__t_sectors_srcunit_tex_op_read.sum"',
+        '"","","nsecond","%","register/thread","ratio","byte","byte","sector"',
+        '"0","k1","1,000","90","32","5.5","2,000,000","1,000,000","100,000"',
+        '"1","k2","3,000","50","40","1.5","6,000,000","0","25,000"',
     ])
     row = ncu.combine(ncu.parse(stdout))
     assert row["status"] == "ok" and row["n_kernels"] == 2
     assert row["duration_us"] == 4.0
     assert abs(row["dram_pct"] - 60.0) < 1e-9  # weighted by duration
+    # bytes add over the step's kernels; L2 sectors are 32 bytes
+    assert (row["dram_read_mb"], row["dram_write_mb"], row["l2_read_mb"]) == (8.0, 1.0, 4.0)
     assert row["registers"] == 40 and row["top_stalls"].startswith("long_scoreboard")
 
 
@@ -166,3 +169,37 @@ def test_the_extension_is_built_once_when_every_family_compiles(tmp_path, monkey
                         lambda out_dir, timeout=None, dirs=None, skip=None: builds.append(skip) or {"status": "ok"})
     pipeline.build_cuda(str(tmp_path / "build.json"), str(tmp_path / "resources.csv"))
     assert builds == [None]
+
+
+def test_ncu_cases_are_profiled_beside_the_ladders_with_their_byte_model(tmp_path, monkeypatch):
+    import pandas as pd
+    import yaml
+
+    from kernellab import pipeline, runtime
+    from kernellab.cases import parse_shape
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["target"] = "gpu"
+    kernel = next(k for k, c in sorted(config["kernels"].items()) if c.get("ncu_cases"))
+    cases = config["kernels"][kernel]["ncu_cases"]
+
+    def fake_profile_steps(steps, build_json, timeout_s, kernel_dirs=None):
+        # every step moved 3 MB read and 1 MB written through DRAM
+        return [{"status": "ok", "reason": "", "dram_read_mb": 3.0, "dram_write_mb": 1.0}] * len(steps)
+
+    monkeypatch.setattr(runtime, "has_gpu", lambda: True)
+    monkeypatch.setattr(ncu, "profile_steps", fake_profile_steps)
+    out = tmp_path / f"{kernel}.csv"
+    pipeline.ncu(config, [kernel], str(tmp_path / "build.json"), [str(out)])
+    rows = pd.read_csv(out, keep_default_na=False)
+    extra = rows[rows["ladder"] == ""]
+    assert list(extra["impl_key"]) == [c["impl"] for c in cases]
+    fam = registry.family(kernel)
+    plan = pipeline._plan(config, kernel)
+    for (_, r), c in zip(extra.iterrows(), cases, strict=True):
+        shape = parse_shape(c.get("shape", "x".join(map(str, plan.profile_shape))))
+        assert r["shape"] == "x".join(map(str, shape)) and r["dtype"] == c.get("dtype", "fp32")
+        model = fam.bytes_moved(shape, r["dtype"]) / 1e6
+        assert abs(float(r["model_mb"]) - model) < 1e-6
+        assert abs(float(r["dram_vs_model"]) - 4.0 / model) < 1e-9
+    assert set(rows[rows["ladder"] != ""]["ladder"]) == set(fam.ladders())  # the ladders' steps still there

@@ -890,3 +890,27 @@ def test_ours_against_pytorch_takes_the_fastest_of_each_side_at_every_common_sha
     per_shape = best.pivot(index="numel", columns="side", values="us").dropna()
     faster = int((per_shape["torch"] < per_shape["ours"]).sum())
     assert row["shapes PyTorch is faster"] == f"{faster} of {len(per_shape)}"
+
+
+def test_ncu_bytes_are_read_against_the_byte_model():
+    """A step whose counters include DRAM and L2 bytes says how they compare with the family's
+    byte model; one from an older set (no such counters) says nothing of them."""
+    from kernellab.report.code import ncu_table
+    from kernellab.report.ladder import _ncu_text
+    from kernellab.report.load import Results
+
+    row = {"kernel": "k", "ladder": "", "impl_key": "triton", "step": "", "shape": "64x64", "dtype": "fp32",
+           "status": "ok", "reason": "", "duration_us": 10.0, "dram_pct": 80.0, "sm_pct": 20.0, "tensor_pct": 0.0,
+           "achieved_occupancy": 50.0, "registers": 32.0, "smem_per_block": 0.0, "l1_hit_pct": 1.0,
+           "l2_hit_pct": 60.0, "l2_pct": 71.5, "dram_read_mb": 3.0, "dram_write_mb": 1.0, "model_mb": 2.0,
+           "dram_vs_model": 2.0, "l2_read_mb": 9.0, "top_stalls": "", "n_kernels": 1}
+    res = Results(hardware="h", path=Path("."), ncu={"k": [row]})
+    text = _ncu_text(res, "k", "triton", row)
+    assert "DRAM read 3.0 MB and wrote 1.0 MB (2.00x the byte model's 2.0 MB)" in text
+    assert "the SMs read 9.0 MB from the L2, 71.5% busy" in text
+    old = {k: v for k, v in row.items() if k not in ("dram_read_mb", "dram_write_mb", "model_mb", "dram_vs_model",
+                                                      "l2_read_mb", "l2_pct")}
+    assert "DRAM read" not in _ncu_text(res, "k", "triton", {**old, "dram_read_mb": math.nan})
+    cells = dict(zip(ncu_table(res, "k").columns, ncu_table(res, "k").rows[0].cells, strict=True))
+    assert (cells["DRAM MB read / written"], cells["DRAM / model"], cells["L2 MB read"], cells["L2 %"]) == (
+        "3.0 / 1.0", "2.00", "9.0", "71.5")

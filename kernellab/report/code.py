@@ -195,10 +195,15 @@ def ncu_table(res: Results, kernel: str) -> Table:
             "smem/block",
             "L1 hit %",
             "L2 hit %",
+            "L2 %",
+            "DRAM MB read / written",
+            "DRAM / model",
+            "L2 MB read",
             "top stalls",
             "reason",
         ],
-        numeric=[False, False, False, False, True, True, True, True, True, True, True, True, False, False],
+        numeric=[False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True,
+                 False, False],
     )
     rows = sorted(res.ncu.get(kernel, []), key=lambda r: (r["impl_key"], r["dtype"], shape_sort_key(r["shape"])))
     for r in rows:
@@ -217,6 +222,10 @@ def ncu_table(res: Results, kernel: str) -> Table:
                 fmt.integer(r["smem_per_block"]),
                 fmt.num(r["l1_hit_pct"]),
                 fmt.num(r["l2_hit_pct"]),
+                fmt.num(r.get("l2_pct")),
+                f"{fmt.num(r.get('dram_read_mb'))} / {fmt.num(r.get('dram_write_mb'))}",
+                fmt.num(r.get("dram_vs_model"), 2),
+                fmt.num(r.get("l2_read_mb")),
                 r["top_stalls"],
                 r["reason"],
             ],

@@ -181,6 +181,10 @@ def _ncu_text(res: Results, kernel: str, key: str, n: dict | None) -> str:
              f"{num('registers', '', 0)} registers per thread",
              f"{num('smem_per_block', ' B', 0)} of shared memory per block",
              f"L1 hit {num('l1_hit_pct', '%')}, L2 hit {num('l2_hit_pct', '%')}"]
+    if math.isfinite(n.get("dram_read_mb", math.nan)):  # sets from before these counters have none
+        parts.append(f"DRAM read {num('dram_read_mb', ' MB')} and wrote {num('dram_write_mb', ' MB')} "
+                     f"({num('dram_vs_model', 'x', 2)} the byte model's {num('model_mb', ' MB')}), "
+                     f"the SMs read {num('l2_read_mb', ' MB')} from the L2, {num('l2_pct', '%')} busy")
     text = ", ".join(parts)
     stalls = n.get("top_stalls")
     if isinstance(stalls, str) and stalls:

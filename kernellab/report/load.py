@@ -88,6 +88,12 @@ NCU_NUM = (
     "smem_per_block",
     "l1_hit_pct",
     "l2_hit_pct",
+    "l2_pct",
+    "dram_read_mb",
+    "dram_write_mb",
+    "model_mb",
+    "dram_vs_model",
+    "l2_read_mb",
 )
 COMPARE_NUM = ("median_a_us", "median_b_us", "change")
 # NVML readings the benchmark records per case in bench/<kernel>.csv that summary.csv leaves out

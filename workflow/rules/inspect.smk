@@ -50,19 +50,19 @@ rule ncu:
         code=ALL_KERNEL_CODE,
         build=rules.build_cuda.output.json,
         # after the measure jobs: Triton kernels run the configs they tuned
-        tuned=per_kernel("autotune/{kernel}.csv", LADDER_KERNELS),
+        tuned=per_kernel("autotune/{kernel}.csv", NCU_KERNELS),
     output:
         # one session for every family's ladder steps: a session's start-up (Python, CUDA
         # under ncu) cost about 10 s, as much as the profiling of a family
-        csv=per_kernel("ncu/{kernel}.csv", LADDER_KERNELS),
+        csv=per_kernel("ncu/{kernel}.csv", NCU_KERNELS),
     log:
         stage("logs/ncu.log"),
     resources:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
-        kernels=LADDER_KERNELS,
-        config=job_config(LADDER_KERNELS, ["ncu"]),
+        kernels=NCU_KERNELS,
+        config=job_config(NCU_KERNELS, ["ncu"]),
         env=job_env,
     script:
         "../scripts/ncu.py"

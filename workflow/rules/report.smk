@@ -27,7 +27,7 @@ rule report:
         summary=rules.aggregate.output.summary,
         profile=per_kernel("profile/{kernel}.csv"),
         autotune=per_kernel("autotune/{kernel}.csv"),
-        ncu=per_kernel("ncu/{kernel}.csv", LADDER_KERNELS),
+        ncu=per_kernel("ncu/{kernel}.csv", NCU_KERNELS),
     output:
         html=report(
             stage("report.html"),
