@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
         call = None
         try:
             family = registry.family(kernel)
-            params = {k: v[0] for k, v in family.params.items()}
+            params = family.first_params()
             impl = registry.impl(kernel, impl_key)
             inputs = family.make_inputs(parse_shape(shape), dtype, device, 0, **params)
             out = family.out_like(*inputs, **params)

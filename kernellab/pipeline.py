@@ -301,6 +301,7 @@ def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) 
     """Nsight Compute on every ladder step of the families, each at its ladder's shape and
     dtype, and on each family's ``ncu_cases`` (ladder and step empty), in one ncu session; one
     table per family, each row with the family's byte model beside the bytes DRAM moved."""
+    from kernellab.cases import parse_shape
     from kernellab.ncu import COLUMNS, profile_steps
 
     nc = config.get("ncu") or {}
@@ -309,6 +310,7 @@ def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) 
         fam = families(config)[kernel]
         plan = _plan(config, kernel)
         keys = set(plan.impl_keys(fam))
+        mine = []
         for ladder, steps in fam.ladders().items():
             steps = [s for s in steps if s.key in keys]
             if not steps:
@@ -316,13 +318,16 @@ def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) 
             shape = "x".join(map(str, plan.ladder_shape(ladder)))
             dtype = plan.ladder_dtype(steps)
             ladders.append(f"{kernel} {ladder} ({len(steps)})")
-            bases += [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
-                       "dtype": dtype} for s in steps]
+            mine += [{"kernel": kernel, "ladder": ladder, "impl_key": s.key, "step": s.step, "shape": shape,
+                      "dtype": dtype} for s in steps]
         extra = [c for c in plan.ncu_cases if c.impl_key in keys]
         if extra:
             ladders.append(f"{kernel} ncu_cases ({len(extra)})")
-            bases += [{"kernel": kernel, "ladder": "", "impl_key": c.impl_key, "step": "",
-                       "shape": "x".join(map(str, c.shape)), "dtype": c.dtype} for c in extra]
+            mine += [{"kernel": kernel, "ladder": "", "impl_key": c.impl_key, "step": "",
+                      "shape": "x".join(map(str, c.shape)), "dtype": c.dtype} for c in extra]
+        for b in mine:  # the family's byte model of the one call profiled
+            b["model_mb"] = fam.bytes_moved(parse_shape(b["shape"]), b["dtype"], **fam.first_params()) / 1e6
+        bases += mine
     if not bases:
         got = []
     elif not nc.get("enabled", True):
@@ -335,21 +340,12 @@ def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) 
                             str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)),
                             config.get("kernel_dirs"))
         log.info("ncu: %d steps of %s in %.1f s", len(bases), ", ".join(ladders), time.perf_counter() - t0)
-    rows = [{**b, **_model_bytes(config, b), **g} for b, g in zip(bases, got, strict=True)]
+    rows = [{**b, **g} for b, g in zip(bases, got, strict=True)]
     for r in rows:
         moved = r.get("dram_read_mb", math.nan) + r.get("dram_write_mb", math.nan)
         r["dram_vs_model"] = moved / r["model_mb"] if r["model_mb"] > 0 else math.nan
     for kernel, out_csv in zip(kernels, out_csvs, strict=True):
         write_csv(out_csv, [r for r in rows if r["kernel"] == kernel], columns=COLUMNS)
-
-
-def _model_bytes(config: dict, row: dict) -> dict:
-    """The family's byte model of the profiled call (ncu_target runs each parameter's first value)."""
-    from kernellab.cases import parse_shape
-
-    fam = families(config)[row["kernel"]]
-    params = {k: v[0] for k, v in fam.params.items()}
-    return {"model_mb": fam.bytes_moved(parse_shape(row["shape"]), row["dtype"], **params) / 1e6}
 
 
 def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],

@@ -87,6 +87,10 @@ class Family:
     impls: dict[str, Impl] = field(default_factory=dict)
     folder: Path | None = None  # the family's folder (set by ``load``)
 
+    def first_params(self) -> dict:
+        """Each parameter at its first default value: the one call Nsight Compute profiles."""
+        return {k: v[0] for k, v in self.params.items()}
+
     def add(self, impl: Impl) -> Impl:
         if impl.kernel != self.name:
             raise ValueError(f"impl {impl.key!r} names kernel {impl.kernel!r}, not {self.name!r}")
