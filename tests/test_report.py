@@ -839,6 +839,27 @@ def test_kernel_log_shows_a_steps_finding(tmp_path):
     assert current_finding("no_such_family", "cuda@cluster") == ""
 
 
+def test_a_finding_written_after_the_set_replaces_the_one_it_recorded(tmp_path, monkeypatch):
+    """A set records its ladder texts when measured; the finding written after it (in this
+    checkout's ladder.yaml) is the one its KERNEL_LOG shows when rendered again."""
+    import dataclasses
+
+    from kernellab import registry
+
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
+    path = root / "fake-gpu" / "ladders.json"
+    ladders = json.loads(path.read_text(encoding="utf-8"))
+    step = next(s for ld in ladders if ld["kernel"] == "gelu" for s in ld["steps"] if s["step"] == "vec4")
+    step["finding"] = "Recorded when measured."
+    path.write_text(json.dumps(ladders), encoding="utf-8")
+    impls = registry.family("gelu").impls
+    monkeypatch.setitem(impls, "cuda@vec4", dataclasses.replace(impls["cuda@vec4"], finding="Written since."))
+    render(root, "fake-gpu", tmp_path / "out")
+    vec4 = (tmp_path / "out" / "KERNEL_LOG.md").read_text(encoding="utf-8").split("### 2. vec4")[1].split("### 3.")[0]
+    assert "- **Finding:** Written since." in vec4 and "Recorded when measured." not in vec4
+
+
 def test_ladder_yaml_takes_a_finding_and_refuses_unknown_keys(tmp_path):
     from kernellab import registry
 

@@ -212,8 +212,9 @@ def _ncu_row(res: Results, kernel: str, key: str, dtype: str, shape: str) -> dic
 
 def current_finding(kernel: str, impl_key: str) -> str:
     """The step's finding in this checkout's ladder.yaml. A finding is written after the
-    measurement it explains, so a set measured before it was written (whose ladders.json has
-    none) shows it when rendered again; "" when the family or step is not here."""
+    measurement it explains, so a set rendered again shows the checkout's, the latest reading of
+    the step, over the one its ladders.json recorded when it was measured (written about the sets
+    before it); "" when the family or step is not here."""
     from kernellab import registry
 
     try:
@@ -240,7 +241,7 @@ def analyse(res: Results, ld: dict) -> LadderView:
             order=order,
             idea=s["idea"],
             prediction=s["prediction"],
-            finding=s.get("finding") or current_finding(kernel, s["impl_key"]),
+            finding=current_finding(kernel, s["impl_key"]) or s.get("finding") or "",
             expect_speedup=s["expect_speedup"],
             expect_pct=s["expect_pct_of_peak"],
             evidence=s["evidence"],
