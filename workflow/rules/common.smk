@@ -60,7 +60,9 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 KERNELS = sorted(config["kernels"])
 LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
 # the families Nsight Compute profiles: their ladders' steps and their ncu_cases
-NCU_KERNELS = [k for k in KERNELS if k in LADDER_KERNELS or config["kernels"][k].get("ncu_cases")]
+NCU_KERNELS = [
+    k for k in KERNELS if k in LADDER_KERNELS or config["kernels"][k].get("ncu_cases")
+]
 
 
 def other_sets(wildcards):
