@@ -1,4 +1,5 @@
-"""Nsight Compute on each ladder step at its representative shape.
+"""Nsight Compute on each ladder step at its representative shape, and on the cases a
+family's config lists under ``ncu_cases``.
 
 Each step's call is wrapped in an NVTX range (``ncu_target``) and ncu profiles the
 kernels inside it (``--nvtx-include``), so a step that launches several kernels
