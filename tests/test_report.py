@@ -812,6 +812,17 @@ def test_published_sets_render_again_side_by_side(tmp_path, capsys):
         assert (root / this / "plots" / f"ceilings_{other}.png").is_file()
 
 
+def _fake_gpu_with_recorded_finding(tmp_path, kernel: str, step: str, finding: str) -> Path:
+    """A copy of the fake GPU set whose ladders.json recorded ``finding`` for one step; its results root."""
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
+    path = root / "fake-gpu" / "ladders.json"
+    ladders = json.loads(path.read_text(encoding="utf-8"))
+    next(s for ld in ladders if ld["kernel"] == kernel for s in ld["steps"] if s["step"] == step)["finding"] = finding
+    path.write_text(json.dumps(ladders), encoding="utf-8")
+    return root
+
+
 def test_kernel_log_shows_a_steps_finding(tmp_path):
     """A step's finding (ladder.yaml, written after measuring) follows its verdict in
     KERNEL_LOG.md and the HTML report; a set measured before the finding was written (none in
@@ -819,13 +830,8 @@ def test_kernel_log_shows_a_steps_finding(tmp_path):
     from kernellab import registry
     from kernellab.report.ladder import current_finding
 
-    root = tmp_path / "results"
-    shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
-    path = root / "fake-gpu" / "ladders.json"
-    ladders = json.loads(path.read_text(encoding="utf-8"))
-    step = next(s for ld in ladders if ld["kernel"] == "sgemm" for s in ld["steps"] if s["step"] == "smem_tiling")
-    step["finding"] = "Bank conflicts on the B tile: <i>shared</i> loads stall."
-    path.write_text(json.dumps(ladders), encoding="utf-8")
+    root = _fake_gpu_with_recorded_finding(tmp_path, "sgemm", "smem_tiling",
+                                           "Bank conflicts on the B tile: <i>shared</i> loads stall.")
     render(root, "fake-gpu", tmp_path / "out")
     log = (tmp_path / "out" / "KERNEL_LOG.md").read_text(encoding="utf-8")
     smem = log.split("### 3. smem_tiling")[1].split("### 4.")[0]
@@ -846,13 +852,7 @@ def test_a_finding_written_after_the_set_replaces_the_one_it_recorded(tmp_path, 
 
     from kernellab import registry
 
-    root = tmp_path / "results"
-    shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
-    path = root / "fake-gpu" / "ladders.json"
-    ladders = json.loads(path.read_text(encoding="utf-8"))
-    step = next(s for ld in ladders if ld["kernel"] == "gelu" for s in ld["steps"] if s["step"] == "vec4")
-    step["finding"] = "Recorded when measured."
-    path.write_text(json.dumps(ladders), encoding="utf-8")
+    root = _fake_gpu_with_recorded_finding(tmp_path, "gelu", "vec4", "Recorded when measured.")
     impls = registry.family("gelu").impls
     monkeypatch.setitem(impls, "cuda@vec4", dataclasses.replace(impls["cuda@vec4"], finding="Written since."))
     render(root, "fake-gpu", tmp_path / "out")
