@@ -72,6 +72,11 @@ class NcuCase:
     dtype: str
 
 
+def default_dtype(dtypes: list[str]) -> str:
+    """The dtype a ladder step or an ``ncu_cases`` entry without one is read in."""
+    return "fp32" if "fp32" in dtypes else dtypes[0]
+
+
 @dataclass
 class KernelPlan:
     kernel: str
@@ -93,8 +98,7 @@ class KernelPlan:
     def ladder_dtype(self, steps: list[Impl]) -> str:
         """The dtype a ladder is read at: fp32 when every step takes it, else the first
         configured dtype every step takes (else the first configured)."""
-        usable = [d for d in self.dtypes if all(s.supports(d) for s in steps)] or self.dtypes
-        return "fp32" if "fp32" in usable else usable[0]
+        return default_dtype([d for d in self.dtypes if all(s.supports(d) for s in steps)] or self.dtypes)
 
     def impl_keys(self, family: Family) -> list[str]:
         return list(family.impls) if self.impls is None else list(self.impls)
@@ -136,9 +140,8 @@ def kernel_plan(name: str, kcfg: dict, target: str) -> KernelPlan:
     main = shapes("shapes")
     profile_shape = parse_shape(prof) if prof is not None else (main[len(main) // 2] if main else None)
     dtypes = list(kcfg["dtypes"])
-    default_dtype = "fp32" if "fp32" in dtypes else dtypes[0]
     ncu_cases = [NcuCase(c["impl"], parse_shape(c["shape"]) if "shape" in c else profile_shape,
-                         c.get("dtype", default_dtype)) for c in kcfg.get("ncu_cases") or []]
+                         c.get("dtype", default_dtype(dtypes))) for c in kcfg.get("ncu_cases") or []]
     return KernelPlan(
         kernel=name,
         dtypes=dtypes,

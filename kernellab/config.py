@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernellab.cases import parse_shape, shape_str
+from kernellab.cases import default_dtype, parse_shape, shape_str
 from kernellab.errors import ConfigError
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
@@ -172,10 +172,14 @@ def check(config: dict, families: dict | None = None) -> None:
                                   f"known: {', '.join(fam.impls)}")
             if "shape" in case:
                 _check_one_shape(fam, f"{at}.shape", case["shape"])
+            dtypes = kcfg.get("dtypes") or []
             dtype = case.get("dtype")
-            if dtype is not None and (dtype not in kcfg.get("dtypes", []) or not impl.supports(dtype)):
+            if dtype is not None and (dtype not in dtypes or not impl.supports(dtype)):
                 raise ConfigError(f"{at}.dtype: {case['impl']} does not run {dtype!r} here; the kernel's "
-                                  f"dtypes: {', '.join(kcfg.get('dtypes', []))}")
+                                  f"dtypes: {', '.join(dtypes)}")
+            if dtype is None and dtypes and not impl.supports(default_dtype(dtypes)):
+                raise ConfigError(f"{at}: {case['impl']} does not run {default_dtype(dtypes)!r}, the dtype a case "
+                                  f"without one takes; give the case a dtype it runs ({', '.join(impl.dtypes)})")
             ident = (case["impl"], str(case.get("shape", "")), dtype)
             if ident in seen_ncu:
                 raise ConfigError(f"{at}: duplicate of an earlier case ({case['impl']}, "

@@ -199,6 +199,33 @@ def prune_row_tile_configs(configs, named_args, **kwargs):
     return kept
 
 
+def chunk_loop_configs(chunk_key: str, shapes, known_trip=(False,), **fixed):
+    """Configs of a loop kernel that streams a row in chunks: one per (chunk, warps) of
+    ``shapes`` and KNOWN_TRIP of ``known_trip`` (the constexpr that bounds the loops by the
+    padded row instead of n_cols, for the tuner to choose per width), with ``fixed``
+    meta-parameters."""
+    import triton
+
+    return [triton.Config({chunk_key: chunk, "KNOWN_TRIP": known, **fixed}, num_warps=warps, num_stages=ROW_STAGES)
+            for chunk, warps in shapes for known in known_trip]
+
+
+def prune_chunk_configs(configs, named_args, **kwargs):
+    """The configs that fit rows of BLOCK_COLS (padded) columns: the chunk (CHUNK, else TILE)
+    clamped to the row, one config per distinct result."""
+    block_cols = kwargs["BLOCK_COLS"]
+    seen, kept = set(), []
+    for cfg in configs:
+        meta = dict(cfg.kwargs)
+        chunk_key = "CHUNK" if "CHUNK" in meta else "TILE"
+        meta[chunk_key] = min(meta[chunk_key], block_cols)
+        key = (tuple(sorted(meta.items())), cfg.num_warps)
+        if key not in seen:
+            seen.add(key)
+            kept.append(cfg)
+    return kept
+
+
 def rows_per_program(tile: int, block_cols: int) -> int:
     """Rows of BLOCK_COLS columns that a one-pass program of TILE elements holds."""
     return max(tile // block_cols, 1)

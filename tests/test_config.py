@@ -120,6 +120,23 @@ def test_ncu_cases_default_to_the_profile_shape_and_fp32():
     assert plan.ncu_cases == [NcuCase("triton", (8192,), "fp32"), NcuCase("triton", (4099,), "bf16")]
 
 
+def test_ncu_case_without_dtype_is_refused_when_its_impl_does_not_run_the_default():
+    """A case without a dtype is read at fp32 (else the kernel's first dtype): an implementation
+    that does not run that is refused before the run, named with the dtypes it does run."""
+    from kernellab.cases import default_dtype
+
+    fam, key = next((f, k) for _, f in sorted(registry.families().items()) for k, i in f.impls.items()
+                    if i.dtypes and not i.supports(default_dtype(list(f.dtypes))))
+    cfg = copy.deepcopy(BASE)
+    cfg["kernels"] = {fam.name: {"dtypes": list(fam.dtypes), "shapes": ["x".join(["64"] * fam.shape_rank[0])],
+                                 "ncu_cases": [{"impl": key}]}}
+    kl_config.validate_schema(cfg)
+    with pytest.raises(kl_config.ConfigError, match=rf"ncu_cases\[0\]: {key} does not run"):
+        kl_config.check(cfg)
+    cfg["kernels"][fam.name]["ncu_cases"] = [{"impl": key, "dtype": fam.impls[key].dtypes[0]}]
+    kl_config.check(cfg)
+
+
 def test_impl_dtypes_limit_an_implementation():
     from kernellab.cases import kernel_plan
 

@@ -21,10 +21,11 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import (
-    ROW_STAGES,
+    chunk_loop_configs,
     compiled,
     cuda_op,
     numel,
+    prune_chunk_configs,
     prune_row_tile_configs,
     randn,
     returns_new,
@@ -230,7 +231,8 @@ def _write_rows(x_rows, o_rows, w_ptr, b_ptr, mean, rstd, row_ok, n_cols, C: tl.
 @triton.jit
 def layer_norm_group_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
                             BLOCK_COLS: tl.constexpr, CHUNK: tl.constexpr, ROWS: tl.constexpr,
-                            GROUP: tl.constexpr, EVEN: tl.constexpr = False, ONE_MERGE: tl.constexpr = False):
+                            GROUP: tl.constexpr, EVEN: tl.constexpr = False, ONE_MERGE: tl.constexpr = False,
+                            KNOWN_TRIP: tl.constexpr = False):
     """The loop kernel's statistics with no barrier before or inside the loop: the chunk seen
     as groups of GROUP adjacent columns (one thread's 16-byte vector), each group's sums of
     x - k_g and (x - k_g)^2 about its own first value k_g, in registers that do not grow with
@@ -238,10 +240,12 @@ def layer_norm_group_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride
     M2 = sum(q_g + d_g (2 s_g + n_g d_g)), d_g = k_g - mean: an outlier shift costs only its
     own group's digits. ONE_MERGE: instead of those two dependent reductions, one: each group's
     (n_g, mean_g, M2_g) merged across the row by Chan's update in the reduction tree itself, the
-    means taken relative to the row's first value.
+    means taken relative to the row's first value. KNOWN_TRIP (with EVEN): both loops run to
+    the constexpr BLOCK_COLS instead of n_cols, so the compiler knows their trip counts.
     """
     C: tl.constexpr = min(CHUNK, BLOCK_COLS)
     G: tl.constexpr = min(GROUP, C)
+    end = BLOCK_COLS if KNOWN_TRIP and EVEN else n_cols
     row_ok, x_rows, o_rows, offs, mask, x = _first_chunk(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
                                                          ROWS, C, EVEN)
     first = tl.arange(0, G)[None, None, :] == 0
@@ -254,7 +258,7 @@ def layer_norm_group_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride
         n = tl.sum(m3.to(tl.float32), axis=2)
     s = tl.sum(d, axis=2)
     q = tl.sum(d * d, axis=2)
-    for start in range(C, n_cols, C):
+    for start in range(C, end, C):
         cols = start + offs
         if not EVEN:
             mask = row_ok & (cols[None, :] < n_cols)
@@ -282,47 +286,37 @@ def layer_norm_group_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_rows, n_cols, stride
         mean = tl.sum(n * k + s, axis=1) / n_cols
         dk = k - mean[:, None]
         rstd = tl.math.rsqrt(tl.sum(q + dk * (2.0 * s + n * dk), axis=1) / n_cols + eps)
-    _write_rows(x_rows, o_rows, w_ptr, b_ptr, mean, rstd, row_ok, n_cols, C, EVEN)
+    _write_rows(x_rows, o_rows, w_ptr, b_ptr, mean, rstd, row_ok, end, C, EVEN)
 
 
-def loop_configs(rows_per_program):
-    """(ROWS, CHUNK, warps) configs of the loop kernel: ROWS x CHUNK from 2048 to 32768
-    elements, 8 to 64 of them per thread."""
-    shapes = {1: [(2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 8), (8192, 16), (16384, 16), (16384, 32),
-                  (32768, 32)],
-              2: [(2048, 8), (4096, 8), (4096, 16), (8192, 16), (16384, 32)],
-              4: [(2048, 8), (2048, 16), (4096, 16), (8192, 32)]}
-    return [triton.Config({"ROWS": rows, "CHUNK": chunk}, num_warps=warps, num_stages=ROW_STAGES)
-            for rows in rows_per_program for chunk, warps in shapes[rows]]
+# (chunk, warps) of the loop kernel per rows per program: ROWS x CHUNK from 2048 to 32768
+# elements, 8 to 64 of them per thread
+LOOP_SHAPES = {1: [(2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 8), (8192, 16), (16384, 16), (16384, 32),
+                   (32768, 32)],
+               2: [(2048, 8), (4096, 8), (4096, 16), (8192, 16), (16384, 32)],
+               4: [(2048, 8), (2048, 16), (4096, 16), (8192, 32)]}
+# known_trip's programs besides: 4 warps over 4096 columns, 32 over 8192 (RMSNorm's fastest bf16 loop)
+KNOWN_TRIP_SHAPES = [(4096, 4), (8192, 32)]
 
 
-def prune_loop_configs(configs, named_args, **kwargs):
-    """The configs whose chunk fits the (padded) row, one per (ROWS, chunk, warps)."""
-    block_cols = kwargs["BLOCK_COLS"]
-    seen, kept = set(), []
-    for cfg in configs:
-        chunk = min(cfg.kwargs["CHUNK"], block_cols)
-        key = (cfg.kwargs["ROWS"], chunk, cfg.num_warps)
-        if key not in seen:
-            seen.add(key)
-            kept.append(cfg)
-    return kept
+def loop_tuned(kernel, rows_per_program, extra_shapes=(), known_trip=(False,)):
+    """``kernel`` autotuned over (ROWS, CHUNK, warps, KNOWN_TRIP) configs, per row shape."""
+    configs = [cfg for rows in rows_per_program
+               for cfg in chunk_loop_configs("CHUNK", LOOP_SHAPES[rows] + list(extra_shapes), known_trip, ROWS=rows)]
+    return autotune(configs=configs, key=["n_rows", "n_cols"],
+                    prune_configs_by={"early_config_prune": prune_chunk_configs})(kernel)
 
 
 # The ladder "triton_loop" (texts: ladder.yaml): the loop kernel tuned over one row per program
 # (shifted), then over two or four rows sharing the weight and bias loads (shared_params); the
 # group kernel over one row per program, its statistics merged in two reductions (group_shift)
-# or one (one_merge).
-def loop_tuned(kernel, rows_per_program):
-    """``kernel`` autotuned over ``loop_configs(rows_per_program)``, per row shape."""
-    return autotune(configs=loop_configs(rows_per_program), key=["n_rows", "n_cols"],
-                    prune_configs_by={"early_config_prune": prune_loop_configs})(kernel)
-
-
+# or one (one_merge), then with the loops' trip counts known to the compiler where the tuner
+# finds it pays (known_trip).
 layer_norm_shifted = loop_tuned(layer_norm_loop_kernel, (1,))
 layer_norm_shared_params = loop_tuned(layer_norm_loop_kernel, (2, 4))
 layer_norm_group_shift = loop_tuned(layer_norm_group_kernel, (1,))
 layer_norm_one_merge = loop_tuned(layer_norm_group_kernel, (1,))
+layer_norm_known_trip = loop_tuned(layer_norm_group_kernel, (1,), KNOWN_TRIP_SHAPES, (False, True))
 
 def vector_elems(nbytes: int) -> int:
     """Elements of ``nbytes`` each in one 16-byte vector: a thread's group of adjacent columns."""
@@ -443,12 +437,15 @@ for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "sta
     FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"layer_norm_{kernel}",)))
 # The Triton ladder "triton_loop" (texts: ladder.yaml), beside the autotuned kernel above.
-# The spec of each: (rows per program, chunk, warps) at 32768 columns, as the tuner picked there.
-for step, kernel, grouped, meta, spec in (
-        ("shifted", layer_norm_shifted, False, {}, (1, 16384, 16)),
-        ("shared_params", layer_norm_shared_params, False, {}, (2, 8192, 16)),
-        ("group_shift", layer_norm_group_shift, True, {}, (1, 16384, 16)),
-        ("one_merge", layer_norm_one_merge, True, {"ONE_MERGE": True}, (1, 16384, 16))):
+# The spec of each: (rows per program, chunk, warps) at 32768 columns, as the tuner picked there,
+# and the constexprs of that pick besides the call's.
+for step, kernel, grouped, meta, spec, spec_meta in (
+        ("shifted", layer_norm_shifted, False, {}, (1, 16384, 16), {}),
+        ("shared_params", layer_norm_shared_params, False, {}, (2, 8192, 16), {}),
+        ("group_shift", layer_norm_group_shift, True, {}, (1, 16384, 16), {}),
+        ("one_merge", layer_norm_one_merge, True, {"ONE_MERGE": True}, (1, 16384, 16), {}),
+        ("known_trip", layer_norm_known_trip, True, {"ONE_MERGE": True}, (1, 16384, 16),
+         {"EVEN": True, "KNOWN_TRIP": True})):
     FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_loop(kernel, grouped, **meta), step=step,
                     ladder="triton_loop", triton_kernels=(kernel,),
-                    compile_specs=loop_specs(*spec, grouped, **meta)))
+                    compile_specs=loop_specs(*spec, grouped, **meta, **spec_meta)))

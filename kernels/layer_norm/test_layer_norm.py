@@ -139,7 +139,8 @@ def test_looped_path_in_chunks(even, large_mean):
 @pytest.mark.parametrize("data", ["normal", "large_mean", "outlier_first"])
 @pytest.mark.parametrize("even", [True, False])
 @pytest.mark.parametrize("rows_per_program", [1, 2, 4])
-@pytest.mark.parametrize("kernel_meta", [None, {}, {"ONE_MERGE": True}], ids=["shifted", "group_shift", "one_merge"])
+@pytest.mark.parametrize("kernel_meta", [None, {}, {"ONE_MERGE": True}, {"ONE_MERGE": True, "KNOWN_TRIP": True}],
+                         ids=["shifted", "group_shift", "one_merge", "known_trip"])
 def test_loop_kernels_rows_and_chunks(kernel_meta, rows_per_program, even, data):
     """The triton_loop kernels over several chunks (the last one partial unless EVEN) and over
     a row count that leaves the last program's tile part empty. With mean / std = 15000 the

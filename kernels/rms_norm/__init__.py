@@ -20,9 +20,11 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import (
+    chunk_loop_configs,
     compiled,
     cuda_op,
     numel,
+    prune_chunk_configs,
     prune_row_tile_configs,
     randn,
     returns_new,
@@ -53,13 +55,15 @@ def rms_norm_fused(out, x, w):
 
 @triton.jit
 def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out, eps,
-                    BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, LOOPED: tl.constexpr, EVEN: tl.constexpr = False):
+                    BLOCK_COLS: tl.constexpr, TILE: tl.constexpr, LOOPED: tl.constexpr, EVEN: tl.constexpr = False,
+                    KNOWN_TRIP: tl.constexpr = False):
     """RMSNorm of rows of n_cols <= BLOCK_COLS = next_power_of_2(n_cols) elements.
 
     LOOPED = False: max(TILE // BLOCK_COLS, 1) whole rows per program, held in registers:
     one read of x.
     LOOPED = True: one row per program in chunks of min(TILE, BLOCK_COLS): pass 1 sums x^2
-    per lane, pass 2 re-reads the row (mostly from L1/L2) and normalizes.
+    per lane, pass 2 re-reads the row (mostly from L1/L2) and normalizes. KNOWN_TRIP (with
+    EVEN): both loops run to the constexpr BLOCK_COLS, so the compiler knows their trip counts.
     """
     pid = tl.program_id(0).to(tl.int64)
     if LOOPED:
@@ -68,9 +72,10 @@ def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
         o_row = out_ptr + pid * stride_out
         offs = tl.arange(0, CHUNK)
         acc = tl.zeros([CHUNK], dtype=tl.float32)
+        end = BLOCK_COLS if KNOWN_TRIP and EVEN else n_cols
         # EVEN (n_cols == BLOCK_COLS, a power of two): every chunk is whole, no masks. Pass 1
         # asks the L2 to keep the row for pass 2, which reads it for the last time.
-        for start in range(0, n_cols, CHUNK):
+        for start in range(0, end, CHUNK):
             cols = start + offs
             if EVEN:
                 x = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32)
@@ -78,7 +83,7 @@ def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
                 x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0, eviction_policy="evict_last").to(tl.float32)
             acc += x * x
         rstd = tl.math.rsqrt(tl.sum(acc, axis=0) / n_cols + eps)
-        for start in range(0, n_cols, CHUNK):
+        for start in range(0, end, CHUNK):
             cols = start + offs
             if EVEN:
                 x = tl.load(x_row + cols, eviction_policy="evict_first").to(tl.float32)
@@ -109,13 +114,35 @@ rms_norm_tuned = autotune(
 )(rms_norm_kernel)
 
 
-def rms_norm_triton(out, x, w):
+# The ladder "triton_loop" (texts: ladder.yaml): the loop alone, tuned also over 1024-thread
+# programs of 4096 and 8192 columns and over known trip counts (wide).
+WIDE_SHAPES = [(2048, 8), (2048, 16), (4096, 8), (4096, 16), (4096, 32), (8192, 16), (8192, 32), (16384, 16),
+               (16384, 32), (32768, 32)]
+rms_norm_wide = autotune(
+    configs=chunk_loop_configs("TILE", WIDE_SHAPES, (False, True), LOOPED=True), key=["n_rows", "n_cols"],
+    prune_configs_by={"early_config_prune": prune_chunk_configs},
+)(rms_norm_kernel)
+
+
+def _check_rows(x, out):
     if x.dim() != 2 or x.stride(-1) != 1 or out.stride(-1) != 1:
         raise ValueError("rms_norm takes a 2-D (rows, cols) tensor with a contiguous last dimension")
-    rows, cols = x.shape
+    return x.shape
+
+
+def rms_norm_triton(out, x, w):
+    rows, cols = _check_rows(x, out)
     block = triton.next_power_of_2(cols)
     launch(rms_norm_tuned, row_grid(rows, block, "LOOPED"), x, w, out, rows, cols, x.stride(0), out.stride(0), EPS,
            BLOCK_COLS=block, EVEN=cols == block)
+    return out
+
+
+def rms_norm_wide_loop(out, x, w):
+    rows, cols = _check_rows(x, out)
+    block = triton.next_power_of_2(cols)
+    launch(rms_norm_wide, (rows,), x, w, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block,
+           EVEN=cols == block)
     return out
 
 
@@ -132,10 +159,21 @@ def rms_norm_cuda(variant: str):
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 
-def compile_specs(dtype: str):
+def signature(dtype: str) -> dict:
+    """The argument types of the RMSNorm kernel, for cross-compiling."""
     ty = triton_type(dtype)
-    sig = {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32", "n_cols": "i32",
-           "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+    return {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32", "n_cols": "i32",
+            "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+
+
+def wide_specs(dtype: str):
+    return [CompileSpec(rms_norm_wide, signature(dtype), {"BLOCK_COLS": 32768, "TILE": 8192, "LOOPED": True,
+                                                          "EVEN": True, "KNOWN_TRIP": True}, num_warps=32,
+                        label="cols=32768: looped, chunk 8192, num_warps=32, known trip count", divisible=DIVISIBLE)]
+
+
+def compile_specs(dtype: str):
+    sig = signature(dtype)
     return [
         CompileSpec(rms_norm_tuned, sig, {"BLOCK_COLS": 4096, "TILE": 4096, "LOOPED": False}, num_warps=8,
                     label="cols=4096: one row per program, num_warps=8", divisible=DIVISIBLE),
@@ -187,3 +225,5 @@ for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "sta
                      ("resident", "resident"), ("resident3", "resident")):
     FAMILY.add(Impl("rms_norm", "cuda", "cuda", rms_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"rms_norm_{kernel}",)))
+FAMILY.add(Impl("rms_norm", "triton", "triton", rms_norm_wide_loop, step="wide", ladder="triton_loop",
+                triton_kernels=(rms_norm_wide,), compile_specs=wide_specs))

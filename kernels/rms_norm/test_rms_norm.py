@@ -60,9 +60,11 @@ def test_gpu_cuda_op(kl_ops, dtype, shape, variant):
     assert cuda_rel_err(out, ref) < cuda_tol(dtype)
 
 
+@pytest.mark.parametrize("known_trip", [False, True])
 @pytest.mark.parametrize("even", [True, False])
-def test_looped_path_in_chunks(even):
-    """The looped path over several chunks, mask-free (EVEN: the row a power of two) or masked."""
+def test_looped_path_in_chunks(even, known_trip):
+    """The looped path over several chunks, mask-free (EVEN: the row a power of two) or masked;
+    KNOWN_TRIP bounds the loops by the padded row where EVEN, and is ignored where not."""
     from kernellab.triton_utils import launch
 
     from . import rms_norm_kernel
@@ -71,5 +73,5 @@ def test_looped_path_in_chunks(even):
     x, w = fam.make_inputs((3, cols), "fp32", DEVICE, 5)
     out = fam.out_like(x, w).fill_(math.nan)
     launch(rms_norm_kernel, (3,), x, w, out, 3, cols, x.stride(0), out.stride(0), 1e-6,
-           BLOCK_COLS=64, TILE=16, LOOPED=True, EVEN=even, num_warps=1)
+           BLOCK_COLS=64, TILE=16, LOOPED=True, EVEN=even, KNOWN_TRIP=known_trip, num_warps=1)
     check(fam, out, (x, w), out, (3, cols), "fp32")
