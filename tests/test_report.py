@@ -935,3 +935,23 @@ def test_ncu_bytes_are_read_against_the_byte_model():
     cells = dict(zip(ncu_table(res, "k").columns, ncu_table(res, "k").rows[0].cells, strict=True))
     assert (cells["DRAM MB read / written"], cells["DRAM / model"], cells["L2 MB read"], cells["L2 %"]) == (
         "3.0 / 1.0", "2.00", "9.0", "71.5")
+
+
+def test_ncu_kernel_count_reads_back_from_a_csv_with_a_failed_row(tmp_path):
+    """A failed step leaves its kernel count empty, so pandas writes the column as floats ("2.0"):
+    the set still loads, the ok step's text counts its kernels, the failed one gives its reason."""
+    from kernellab import ncu
+    from kernellab.io import write_csv
+    from kernellab.report.ladder import _ncu_text
+    from kernellab.report.load import load
+
+    ok = {"kernel": "k", "ladder": "l", "impl_key": "triton@a", "step": "a", "shape": "64x64", "dtype": "fp32",
+          "status": "ok", "reason": "", "duration_us": 10.0, "n_kernels": 2}
+    failed = {**ok, "impl_key": "triton@b", "step": "b", "status": "error", "reason": "ncu: no kernel in range",
+              "duration_us": None, "n_kernels": None}
+    write_csv(tmp_path / "hw" / "ncu" / "k.csv", [ok, failed], columns=ncu.COLUMNS)
+    assert "2.0" in (tmp_path / "hw" / "ncu" / "k.csv").read_text()
+    res = load(tmp_path, "hw")
+    rows = {r["impl_key"]: r for r in res.ncu["k"]}
+    assert "over 2 kernel(s)" in _ncu_text(res, "k", "triton@a", rows["triton@a"])
+    assert _ncu_text(res, "k", "triton@b", None) == "not measured (ncu: no kernel in range)"

@@ -174,7 +174,10 @@ def _ncu_text(res: Results, kernel: str, key: str, n: dict | None) -> str:
         v = n.get(k, math.nan)
         return f"{v:,.{digits}f}{unit}" if isinstance(v, (int, float)) and math.isfinite(v) else fmt.NA
 
-    parts = [f"{num('duration_us', ' µs')} over {int(n.get('n_kernels') or 1)} kernel(s)",
+    # a column with a failed row's empty cell reads back as floats ("1.0")
+    n_kernels = n.get("n_kernels", math.nan)
+    count = int(n_kernels) if isinstance(n_kernels, (int, float)) and math.isfinite(n_kernels) else 1
+    parts = [f"{num('duration_us', ' µs')} over {count} kernel(s)",
              f"DRAM {num('dram_pct', '%')} and SM {num('sm_pct', '%')} of peak"
              + (f", tensor pipe {num('tensor_pct', '%')} busy" if (n.get("tensor_pct") or 0) > 0.5 else ""),
              f"achieved occupancy {num('achieved_occupancy', '%')}",

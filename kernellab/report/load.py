@@ -80,6 +80,7 @@ RESOURCE_NUM = (
 )
 NCU_NUM = (
     "duration_us",
+    "n_kernels",
     "dram_pct",
     "sm_pct",
     "tensor_pct",
