@@ -199,15 +199,16 @@ def prune_row_tile_configs(configs, named_args, **kwargs):
     return kept
 
 
-def chunk_loop_configs(chunk_key: str, shapes, known_trip=(False,), **fixed):
+def chunk_loop_configs(chunk_key: str, shapes, known_trip=None, **fixed):
     """Configs of a loop kernel that streams a row in chunks: one per (chunk, warps) of
-    ``shapes`` and KNOWN_TRIP of ``known_trip`` (the constexpr that bounds the loops by the
-    padded row instead of n_cols, for the tuner to choose per width), with ``fixed``
-    meta-parameters."""
+    ``shapes``, with ``fixed`` meta-parameters, and, for a kernel that takes it, one per
+    KNOWN_TRIP of ``known_trip`` (the constexpr that bounds the loops by the padded row
+    instead of n_cols, for the tuner to choose per width)."""
     import triton
 
-    return [triton.Config({chunk_key: chunk, "KNOWN_TRIP": known, **fixed}, num_warps=warps, num_stages=ROW_STAGES)
-            for chunk, warps in shapes for known in known_trip]
+    knowns = [{}] if known_trip is None else [{"KNOWN_TRIP": k} for k in known_trip]
+    return [triton.Config({chunk_key: chunk, **known, **fixed}, num_warps=warps, num_stages=ROW_STAGES)
+            for chunk, warps in shapes for known in knowns]
 
 
 def prune_chunk_configs(configs, named_args, **kwargs):

@@ -160,6 +160,20 @@ def test_checks_catch_an_unwritten_output(name):
     assert verdict(fam, got, inputs, shape, dtype, **params)["status"] == "failed"
 
 
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_autotune_configs_name_only_the_kernels_arguments(name):
+    """Every meta-parameter an autotuned kernel's configs set is one of the kernel's constexpr
+    arguments. The interpreter ignores one it does not take; the GPU's launcher refuses it
+    (KeyError: 'Keyword argument ... was specified but unrecognised'), so only a GPU run would tell."""
+    from kernellab.triton_utils import constexpr_args
+
+    for key, impl in FAMILIES[name].impls.items():
+        for kernel in impl.triton_kernels:
+            takes = set(constexpr_args(kernel.fn))
+            for cfg in kernel.configs:
+                assert set(cfg.kwargs) <= takes, f"{key}: {sorted(set(cfg.kwargs) - takes)} not arguments"
+
+
 # --------------------------------------------------------------------- registration
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_registration(name):

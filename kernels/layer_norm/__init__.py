@@ -299,7 +299,7 @@ LOOP_SHAPES = {1: [(2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 8), (8192
 KNOWN_TRIP_SHAPES = [(4096, 4), (8192, 32)]
 
 
-def loop_tuned(kernel, rows_per_program, extra_shapes=(), known_trip=(False,)):
+def loop_tuned(kernel, rows_per_program, extra_shapes=(), known_trip=None):
     """``kernel`` autotuned over (ROWS, CHUNK, warps, KNOWN_TRIP) configs, per row shape."""
     configs = [cfg for rows in rows_per_program
                for cfg in chunk_loop_configs("CHUNK", LOOP_SHAPES[rows] + list(extra_shapes), known_trip, ROWS=rows)]
