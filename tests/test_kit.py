@@ -29,3 +29,24 @@ def test_row_configs_pruned_by_row_length(flag):
         assert {warps for chunk, warps in loops if chunk == block} == {16, 32}, "whole-row chunks"
         assert {chunk for chunk, _ in loops} >= {1024, 2048, 4096, 8192, block}
     assert kept(65536) and all(c.kwargs[flag] for c in kept(65536))
+
+
+def test_chunk_loop_configs_and_their_pruning():
+    """Each (chunk, warps) once per KNOWN_TRIP value asked for, none without the key when not
+    asked; on a row shorter than a chunk the chunk is clamped to the row and the configs that
+    then coincide are kept once."""
+    from kernellab.kit import chunk_loop_configs, prune_chunk_configs
+
+    shapes = [(2048, 8), (8192, 16), (8192, 32), (32768, 32)]
+    plain = chunk_loop_configs("CHUNK", shapes, ROWS=1)
+    assert [(c.kwargs, c.num_warps) for c in plain] == [({"CHUNK": ch, "ROWS": 1}, w) for ch, w in shapes]
+    both = chunk_loop_configs("TILE", shapes, (False, True), LOOPED=True)
+    assert len(both) == 2 * len(shapes)
+    assert {(c.kwargs["TILE"], c.num_warps, c.kwargs["KNOWN_TRIP"]) for c in both} == {
+        (ch, w, k) for ch, w in shapes for k in (False, True)}
+    assert prune_chunk_configs(both, {}, BLOCK_COLS=65536) == both
+    short = prune_chunk_configs(both, {}, BLOCK_COLS=4096)
+    # 8192 and 32768 at 32 warps both become 4096 at 32 warps
+    assert sorted((c.kwargs["TILE"], c.num_warps, c.kwargs["KNOWN_TRIP"]) for c in short) == sorted(
+        [(2048, 8, k) for k in (False, True)] + [(8192, 16, k) for k in (False, True)]
+        + [(8192, 32, k) for k in (False, True)])
