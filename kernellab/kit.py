@@ -227,6 +227,17 @@ def prune_chunk_configs(configs, named_args, **kwargs):
     return kept
 
 
+def row_shape(family: str, x, *outs) -> tuple[int, int]:
+    """(rows, cols) of a row kernel's input. Refuses what the row kernels would index
+    wrongly: an input that is not 2-D, or an input or output whose last dimension is strided."""
+    if x.dim() != 2:
+        raise ValueError(f"{family} takes a 2-D (rows, cols) tensor, got shape {tuple(x.shape)}")
+    if any(t.stride(-1) != 1 for t in (x, *outs)):
+        raise ValueError(f"{family}: the last dimension of the input and the output must be contiguous")
+    rows, cols = x.shape
+    return rows, cols
+
+
 def rows_per_program(tile: int, block_cols: int) -> int:
     """Rows of BLOCK_COLS columns that a one-pass program of TILE elements holds."""
     return max(tile // block_cols, 1)

@@ -50,3 +50,40 @@ def test_chunk_loop_configs_and_their_pruning():
     assert sorted((c.kwargs["TILE"], c.num_warps, c.kwargs["KNOWN_TRIP"]) for c in short) == sorted(
         [(2048, 8, k) for k in (False, True)] + [(8192, 16, k) for k in (False, True)]
         + [(8192, 32, k) for k in (False, True)])
+
+
+def test_row_shape_names_the_family_and_the_problem():
+    import torch
+
+    from kernellab.kit import row_shape
+
+    x = torch.zeros(4, 6)
+    assert row_shape("fam", x, torch.zeros(4, 6), torch.zeros(4)) == (4, 6)
+    with pytest.raises(ValueError, match=r"fam takes a 2-D \(rows, cols\) tensor, got shape \(2, 3, 4\)"):
+        row_shape("fam", torch.zeros(2, 3, 4))
+    with pytest.raises(ValueError, match="fam: the last dimension of the input and the output must be contiguous"):
+        row_shape("fam", torch.zeros(6, 4).t(), x)
+    with pytest.raises(ValueError, match="fam: the last dimension"):
+        row_shape("fam", x, torch.zeros(6, 4).t())
+
+
+ROW_FAMILIES = ["layer_norm", "rms_norm", "row_sum", "softmax"]
+
+
+@pytest.mark.parametrize("name", ROW_FAMILIES)
+def test_row_families_refuse_a_strided_row_before_launching(name):
+    """Each Triton implementation of a row family, given the family's own inputs with the
+    row's elements strided, refuses them with the family's name; a launch would have read
+    the wrong elements (or, under the interpreter, read them without a word)."""
+    from kernellab import registry
+
+    fam = registry.families()[name]
+    impls = [impl for impl in fam.impls.values() if impl.backend == "triton"]
+    assert impls
+    for impl in impls:
+        dtype = next(d for d in fam.dtypes if impl.supports(d))
+        x, *rest = fam.make_inputs((4, 8), dtype, "cpu", 0)
+        out = fam.out_like(x, *rest)
+        strided = x.new_zeros(8, 4).t().copy_(x)
+        with pytest.raises(ValueError, match=f"{name}: the last dimension"):
+            impl.fn(out, strided, *rest)

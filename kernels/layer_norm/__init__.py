@@ -30,6 +30,7 @@ from kernellab.kit import (
     randn,
     returns_new,
     row_grid,
+    row_shape,
     row_tile_configs,
 )
 from kernellab.registry import Family, Impl, register_family
@@ -323,15 +324,9 @@ def vector_elems(nbytes: int) -> int:
     return 16 // nbytes
 
 
-def _check_rows(x, out):
-    if x.dim() != 2 or x.stride(-1) != 1 or out.stride(-1) != 1:
-        raise ValueError("layer_norm takes a 2-D (rows, cols) tensor with a contiguous last dimension")
-    return x.shape
-
-
 def layer_norm_loop(kernel, grouped=False, **constexprs):
     def run(out, x, w, b):
-        rows, cols = _check_rows(x, out)
+        rows, cols = row_shape("layer_norm", x, out)
         block = triton.next_power_of_2(cols)
         group = {"GROUP": vector_elems(x.element_size())} if grouped else {}
         launch(kernel, lambda meta: (triton.cdiv(rows, meta["ROWS"]),), x, w, b, out, rows, cols, x.stride(0),
@@ -342,7 +337,7 @@ def layer_norm_loop(kernel, grouped=False, **constexprs):
 
 
 def layer_norm_triton(out, x, w, b):
-    rows, cols = _check_rows(x, out)
+    rows, cols = row_shape("layer_norm", x, out)
     block = triton.next_power_of_2(cols)
     launch(layer_norm_tuned, row_grid(rows, block, "LOOPED"), x, w, b, out, rows, cols, x.stride(0),
            out.stride(0), EPS, BLOCK_COLS=block, EVEN=cols == block)

@@ -29,6 +29,7 @@ from kernellab.kit import (
     randn,
     returns_new,
     row_grid,
+    row_shape,
     row_tile_configs,
 )
 from kernellab.registry import Family, Impl, register_family
@@ -124,14 +125,8 @@ rms_norm_wide = autotune(
 )(rms_norm_kernel)
 
 
-def _check_rows(x, out):
-    if x.dim() != 2 or x.stride(-1) != 1 or out.stride(-1) != 1:
-        raise ValueError("rms_norm takes a 2-D (rows, cols) tensor with a contiguous last dimension")
-    return x.shape
-
-
 def rms_norm_triton(out, x, w):
-    rows, cols = _check_rows(x, out)
+    rows, cols = row_shape("rms_norm", x, out)
     block = triton.next_power_of_2(cols)
     launch(rms_norm_tuned, row_grid(rows, block, "LOOPED"), x, w, out, rows, cols, x.stride(0), out.stride(0), EPS,
            BLOCK_COLS=block, EVEN=cols == block)
@@ -139,7 +134,7 @@ def rms_norm_triton(out, x, w):
 
 
 def rms_norm_wide_loop(out, x, w):
-    rows, cols = _check_rows(x, out)
+    rows, cols = row_shape("rms_norm", x, out)
     block = triton.next_power_of_2(cols)
     launch(rms_norm_wide, (rows,), x, w, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block,
            EVEN=cols == block)

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.kit import compiled, cuda_op, numel, randn, returns_new
+from kernellab.kit import compiled, cuda_op, numel, randn, returns_new, row_shape
 from kernellab.registry import Family, Impl, register_family
 from kernellab.runtime import element_size
 from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
@@ -77,9 +77,7 @@ def row_sum_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, COLS_P2: tl.constex
 
 
 def row_sum_triton(out, x):
-    if x.dim() != 2 or x.stride(-1) != 1:
-        raise ValueError("row_sum takes a 2-D (rows, cols) tensor with a contiguous last dimension")
-    rows, cols = x.shape
+    rows, cols = row_shape("row_sum", x, out)
     cols_p2 = triton.next_power_of_2(cols)
     launch(row_sum_kernel, lambda meta: (triton.cdiv(rows, max(meta["TILE"] // cols_p2, 1)),),
            x, out, rows, cols, x.stride(0), COLS_P2=cols_p2)

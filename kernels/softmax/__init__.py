@@ -29,6 +29,7 @@ from kernellab.kit import (
     randn,
     returns_new,
     row_grid,
+    row_shape,
     row_tile_configs,
 )
 from kernellab.registry import Family, Impl, register_family
@@ -119,17 +120,9 @@ def row_warps(block: int) -> int:
     return 4 if block <= 1024 else 8 if block <= 4096 else 16
 
 
-def _rows_cols(out, x):
-    if x.dim() != 2:
-        raise ValueError(f"softmax takes a 2-D (rows, cols) tensor, got shape {tuple(x.shape)}")
-    if x.stride(-1) != 1 or out.stride(-1) != 1:
-        raise ValueError("softmax: the last dimension of input and output must be contiguous")
-    return x.shape
-
-
 def softmax_fused_row(out, x):
     """Step fused_row: one program per row, BLOCK = next_power_of_2(cols), whole row on chip."""
-    rows, cols = _rows_cols(out, x)
+    rows, cols = row_shape("softmax", x, out)
     block = triton.next_power_of_2(cols)
     launch(softmax_kernel, (rows,), x, out, rows, cols, x.stride(0), out.stride(0),
            BLOCK_COLS=block, TILE=block, ONLINE=False, num_warps=row_warps(block))
@@ -138,7 +131,7 @@ def softmax_fused_row(out, x):
 
 def softmax_online(out, x):
     """Step online: one program per row streaming it in chunks of ONLINE_CHUNK."""
-    rows, cols = _rows_cols(out, x)
+    rows, cols = row_shape("softmax", x, out)
     block = triton.next_power_of_2(cols)
     launch(softmax_kernel, (rows,), x, out, rows, cols, x.stride(0), out.stride(0),
            BLOCK_COLS=block, TILE=ONLINE_CHUNK, ONLINE=True, num_warps=row_warps(min(block, ONLINE_CHUNK)))
@@ -149,7 +142,7 @@ def softmax_autotuned(out, x):
     """Step autotuned: the config picks one pass, with several short rows per program, or
     the online path, whichever times faster (``kit.prune_row_tile_configs`` says which configs
     each width times); TILE and warps autotuned too."""
-    rows, cols = _rows_cols(out, x)
+    rows, cols = row_shape("softmax", x, out)
     block = triton.next_power_of_2(cols)
     launch(softmax_tuned, row_grid(rows, block, "ONLINE"), x, out, rows, cols, x.stride(0), out.stride(0),
            BLOCK_COLS=block)
