@@ -37,11 +37,11 @@ def row_sum_fused(out, x):
 
 
 def triton_configs():
-    """Elements per loop iteration (TILE) x warps x pipeline stages (1: plain loads, each
-    iteration's in flight at once; 3: the pipeliner stages loads through shared memory)."""
+    """Elements per loop iteration (TILE) x warps, plain loads. Staging them through shared
+    memory (num_stages=3) was never more than 0.5% ahead of the best unstaged config at any
+    default shape on the H200, so it is not tuned: half the tuning time."""
     return [
-        triton.Config({"TILE": tile}, num_warps=warps, num_stages=stages)
-        for stages in (1, 3)
+        triton.Config({"TILE": tile}, num_warps=warps, num_stages=1)
         for tile in (4096, 8192, 2048, 16384)
         for warps in (4, 8, 16)
     ]
@@ -72,7 +72,8 @@ def row_sum_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, COLS_P2: tl.constex
     for start in range(0, n_cols, BLOCK_COLS):
         cols = start + offs
         mask = row_ok[:, None] & (cols[None, :] < n_cols)
-        acc += tl.load(ptrs + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        # each element is read once, so the L2 may drop its line first
+        acc += tl.load(ptrs + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
     tl.store(out_ptr + rows, tl.sum(acc, axis=1), mask=row_ok)
 
 

@@ -51,6 +51,15 @@ def test_sm90_only_16_byte_loads(sm90_ptx):
         assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
 
 
+
+def test_sm90_loads_evict_first(sm90_ptx):
+    """The row is read once: every global load of the sm_90 code asks the L2 to evict it first."""
+    labels = [label for label in sm90_ptx if label.startswith(f"{fam.name}/")]
+    assert labels
+    for label in labels:
+        loads = re.findall(r"\bld\.global[\w.:]*", sm90_ptx[label])
+        assert loads and all("evict_first" in op for op in loads), f"{label}: {sorted(set(loads))}"
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 1000), (5, 1001), (1000, 33), (2, 70000), (9, 0)])
