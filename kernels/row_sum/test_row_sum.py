@@ -43,22 +43,24 @@ def test_bytes_and_flops():
     assert fam.flops((8, 100), "fp32") >= 800
 
 
-def test_sm90_only_16_byte_loads(sm90_ptx):
-    labels = [label for label in sm90_ptx if label.startswith(f"{fam.name}/")]
-    assert labels
-    for label in labels:
-        loads = re.findall(r"\bld\.global[\w.:]*", sm90_ptx[label])
-        assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
+def global_loads(sm90_ptx) -> dict[str, list[str]]:
+    """The global-load instructions of each of the family's sm_90 compile specs."""
+    loads = {label: re.findall(r"\bld\.global[\w.:]*", ptx) for label, ptx in sm90_ptx.items()
+             if label.startswith(f"{fam.name}/")}
+    assert loads
+    return loads
 
+
+def test_sm90_only_16_byte_loads(sm90_ptx):
+    for label, loads in global_loads(sm90_ptx).items():
+        assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
 
 
 def test_sm90_loads_evict_first(sm90_ptx):
     """The row is read once: every global load of the sm_90 code asks the L2 to evict it first."""
-    labels = [label for label in sm90_ptx if label.startswith(f"{fam.name}/")]
-    assert labels
-    for label in labels:
-        loads = re.findall(r"\bld\.global[\w.:]*", sm90_ptx[label])
+    for label, loads in global_loads(sm90_ptx).items():
         assert loads and all("evict_first" in op for op in loads), f"{label}: {sorted(set(loads))}"
+
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
