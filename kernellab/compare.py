@@ -19,15 +19,6 @@ KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
 COLUMNS = KEY + ["median_a_us", "median_b_us", "time_ratio", "change", "verdict", "a", "b"]
 
 
-def chosen_others(this: str, available: list[str], also: list[str] | tuple = ()) -> list[str]:
-    """The sets a set's report compares with: those of its kind (GPU with GPU, CPU with CPU:
-    a CPU set against a GPU one says only SLOWER), plus any the config names (compare.with)."""
-    def kind(name: str) -> str:
-        return "cpu" if name.startswith("cpu-") else "gpu"
-
-    return sorted(n for n in available if n != this and (kind(n) == kind(this) or n in also))
-
-
 def _load(path: Path) -> pd.DataFrame:
     df = pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
     df["params"] = df["params"].fillna("").astype(str)

@@ -201,6 +201,15 @@ def check(config: dict, families: dict | None = None) -> None:
                           f"({timing.get('max_samples')})")
 
 
+def check_compare(config: dict) -> None:
+    """Every set compare.with names is a published set under ``results``."""
+    results = Path(config.get("results") or "results")
+    for name in (config.get("compare") or {}).get("with") or []:
+        if not (results / name / "summary.csv").is_file():
+            raise ConfigError(f"compare.with: {name!r} is not a result set: {results / name / 'summary.csv'} "
+                              "does not exist (name a folder of results/ that a run published)")
+
+
 def check_target(target: str, has_gpu: bool) -> None:
     """``target: gpu`` needs a GPU this process can see: without one the GPU shapes would run on
     the CPU for hours. (Only where the jobs run here: a cluster's submit host has no GPU.)"""

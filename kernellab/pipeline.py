@@ -417,12 +417,14 @@ def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = (
     log.info("published %s -> %s at %s", stage, dest, time.strftime("%H:%M:%S"))
 
 
-def report(stage_set_dir: str, results_root: str, set_name: str, others: list[str]) -> None:
-    """Render report.html, report.md, KERNEL_LOG.md and plots/ into the staging set."""
+def report(stage_set_dir: str, others: list[str], references: list[str]) -> None:
+    """Render report.html, report.md, KERNEL_LOG.md and plots/ into the staging set, compared
+    with the sets at ``others`` and the reference sets at ``references``."""
     from kernellab import report as rep
 
     stage = Path(stage_set_dir)
-    rep.render(stage.parent, stage.name, stage, others=others, others_root=Path(results_root))
+    rep.render(stage.parent, stage.name, stage, others=[Path(p) for p in others],
+               references=[Path(p) for p in references])
 
 
 def compare(summary_a: str, summary_b: str, name_a: str, name_b: str, out_csv: str, out_png: str,

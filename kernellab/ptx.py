@@ -72,8 +72,8 @@ def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path,
                 continue
             for ext in ("ttir", "ttgir", "ptx"):
                 if ext in asm:
-                    write_text(out_dir / f"{stem}.{ext}.gz", asm[ext])
-                    entry["files"][ext] = f"{stem}.{ext}.gz"
+                    write_text(out_dir / f"{stem}.{ext}.xz", asm[ext])
+                    entry["files"][ext] = f"{stem}.{ext}.xz"
             text = asm.get("ptx", "")
             sass_text, why = "", ""
             if "cubin" in asm:
@@ -82,8 +82,8 @@ def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path,
                 sass_text, why = _sass(cubin)
                 cubin.unlink()
                 if sass_text:
-                    write_text(out_dir / f"{stem}.sass.gz", sass_text)
-                    entry["files"]["sass"] = f"{stem}.sass.gz"
+                    write_text(out_dir / f"{stem}.sass.xz", sass_text)
+                    entry["files"]["sass"] = f"{stem}.sass.xz"
             counts, evidence = scan(text, "PTX")
             s_counts, s_evidence = scan(sass_text, "SASS")
             entry["highlights"] = {"ptx": counts, "sass": s_counts}
@@ -215,11 +215,11 @@ def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: di
         ptx_part = "\n\n".join(ptx_fns[k] for k in sorted(ptx_fns))
         sass_part = "\n\n".join(sass_fns[k] for k in sorted(sass_fns))
         if ptx_part:
-            write_text(out_dir / f"{stem}.ptx.gz", ptx_part)
-            entry["files"]["ptx"] = f"{stem}.ptx.gz"
+            write_text(out_dir / f"{stem}.ptx.xz", ptx_part)
+            entry["files"]["ptx"] = f"{stem}.ptx.xz"
         if sass_part:
-            write_text(out_dir / f"{stem}.sass.gz", sass_part)
-            entry["files"]["sass"] = f"{stem}.sass.gz"
+            write_text(out_dir / f"{stem}.sass.xz", sass_part)
+            entry["files"]["sass"] = f"{stem}.sass.xz"
         counts, evidence = scan(ptx_part, "PTX")
         s_counts, s_evidence = scan(sass_part, "SASS")
         entry["highlights"] = {"ptx": counts, "sass": s_counts}

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("browser")
-    return render(FIXTURE, "fake-gpu", out, others=["cpu-x86_64"])["report.html"]
+    return render(FIXTURE, "fake-gpu", out, others=[FIXTURE / "cpu-x86_64"])["report.html"]
 
 
 def test_report_loads_cleanly(page):

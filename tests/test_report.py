@@ -19,7 +19,7 @@ import pytest
 
 from kernellab.report import kernel_log, render
 from kernellab.report.code import excerpt_lines
-from kernellab.report.fmt import md_code_block, md_escape
+from kernellab.report.fmt import html_id, md_code_block, md_escape
 from kernellab.report.load import load
 from kernellab.report.model import annotate
 
@@ -37,7 +37,7 @@ def all_md(out) -> str:
 @pytest.fixture(scope="module")
 def gpu(tmp_path_factory):
     out = tmp_path_factory.mktemp("report-gpu")
-    files = render(FIXTURE, "fake-gpu", out, others=["cpu-x86_64", "no-such-hardware"], workers=2)
+    files = render(FIXTURE, "fake-gpu", out, others=[FIXTURE / "cpu-x86_64", FIXTURE / "no-such-hardware"], workers=2)
     return {
         "out": out,
         "files": files,
@@ -260,7 +260,8 @@ def test_rendering_is_byte_identical(gpu, tmp_path):
     env = dict(os.environ, PYTHONHASHSEED="12345")
     code = (
         "import sys; from pathlib import Path; from kernellab.report import render; "
-        "render(Path(sys.argv[1]), 'fake-gpu', Path(sys.argv[2]), others=['cpu-x86_64', 'no-such-hardware'], "
+        "root = Path(sys.argv[1]); "
+        "render(root, 'fake-gpu', Path(sys.argv[2]), others=[root / 'cpu-x86_64', root / 'no-such-hardware'], "
         "workers=1)"
     )
     subprocess.run(
@@ -423,7 +424,7 @@ def test_hardware_comparison_gives_verdicts(tmp_path):
             env["config"]["compare"] = {"threshold": threshold}
         env_path.write_text(json.dumps(env), encoding="utf-8")
         out = tmp_path / f"out-{threshold}"
-        files = render(root, "here", out, others=["there"])
+        files = render(root, "here", out, others=[root / "there"])
         md = files["report.md"].read_text(encoding="utf-8")
         html = files["report.html"].read_text(encoding="utf-8")
         assert files["plots/compare_there.png"].read_bytes().startswith(PNG)
@@ -506,7 +507,7 @@ def test_hardware_comparison_against_the_ceilings(tmp_path, monkeypatch):
         return real(fig)
 
     monkeypatch.setattr(plots, "png_bytes", keep)
-    files = render(root, "here", tmp_path / "out", others=["there"])
+    files = render(root, "here", tmp_path / "out", others=[root / "there"])
     assert files["plots/ceilings_there.png"].read_bytes().startswith(PNG)
     assert drawn["time ratio per family against the ceilings' ratio"] == []
     md = files["report.md"].read_text(encoding="utf-8").replace("\\_", "_")
@@ -585,29 +586,29 @@ def test_excerpt_keeps_the_telling_lines():
     assert any(ln["gap"] for ln in lines)
 
 
-def test_pipeline_layout_staging_set_and_root_compare(tmp_path):
-    """As the report rule runs it: the set in a staging root, rendered into its own
-    directory; other sets and compare/*.csv under the published results root."""
-    stage, results = tmp_path / ".staging", tmp_path / "results"
+def test_a_report_reads_its_set_and_the_sets_it_names_and_nothing_else(tmp_path):
+    """As the report rule runs it: the set in a staging root, rendered into its own directory,
+    compared with the set compare.with names and a reference of the same model (named apart
+    from the run's own set). What else lies in results/ (another set, compare/*.csv) is not read."""
+    stage, results, refs = tmp_path / ".staging", tmp_path / "results", tmp_path / "reference"
     shutil.copytree(FIXTURE / "fake-gpu", stage / "fake-gpu")
     shutil.rmtree(stage / "fake-gpu" / "compare")
     shutil.copytree(FIXTURE / "cpu-x86_64", results / "cpu-x86_64")
+    shutil.copytree(FIXTURE / "cpu-x86_64", results / "unnamed-set")
+    shutil.copytree(FIXTURE / "fake-gpu", refs / "fake-gpu")
     (results / "compare").mkdir()
     cols = "kernel,impl_key,shape,dtype,params,median_a_us,median_b_us,change,verdict,a,b\n"
     (results / "compare" / "cpu-x86_64__vs__fake-gpu.csv").write_text(
         cols + "gelu,torch_fused,65536,fp32,,60.0,5.1,-0.915,FASTER,cpu-x86_64,fake-gpu\n", encoding="utf-8"
     )
-    (results / "compare" / "other__vs__another.csv").write_text(
-        cols + "gelu,triton,65536,fp32,,1.0,2.0,1.0,SLOWER,other,another\n", encoding="utf-8"
-    )
     out = stage / "fake-gpu"
-    first = render(stage, "fake-gpu", out, others=["cpu-x86_64"], others_root=results)
+    first = render(stage, "fake-gpu", out, others=[results / "cpu-x86_64"], references=[refs / "fake-gpu"])
     html = first["report.html"].read_text(encoding="utf-8")
     cmp = html.split('id="comparison"')[1]
-    assert "fake-gpu vs cpu-x86_64" in cmp and "cpu-x86_64__vs__fake-gpu.csv" in cmp
-    assert "other__vs__another.csv" not in cmp and "<td>⚠ SLOWER</td>" not in cmp  # that file's only verdict
+    assert "fake-gpu vs cpu-x86_64" in cmp and "fake-gpu vs fake-gpu reference" in cmp
+    assert "cpu-x86_64__vs__fake-gpu.csv" not in html and "unnamed-set" not in html
     before = {k: p.read_bytes() for k, p in first.items()}
-    again = render(stage, "fake-gpu", out, others=["cpu-x86_64"], others_root=results)
+    again = render(stage, "fake-gpu", out, others=[results / "cpu-x86_64"], references=[refs / "fake-gpu"])
     assert {k: p.read_bytes() for k, p in again.items()} == before  # its own pages are not inputs
 
 
@@ -666,14 +667,17 @@ def test_expected_absences_are_listed_apart_from_failures(cpu):
 
 
 
-def test_comparisons_are_chosen_by_kind():
-    from kernellab.compare import chosen_others
+def test_a_set_is_compared_with_the_references_of_its_kind(tmp_path):
+    from kernellab.reference import of_kind
 
-    sets = ["cpu-x86_64", "cpu-aarch64", "nvidia-h100", "nvidia-h200"]
-    assert chosen_others("nvidia-h200", sets) == ["nvidia-h100"]
-    assert chosen_others("cpu-x86_64", sets) == ["cpu-aarch64"]
-    assert chosen_others("cpu-x86_64", sets, also=["nvidia-h200"]) == ["cpu-aarch64", "nvidia-h200"]
-
+    for name in ("cpu-x86_64", "cpu-aarch64", "nvidia-h100", "nvidia-h200", "not-a-set"):
+        (tmp_path / name).mkdir()
+        if name != "not-a-set":
+            (tmp_path / name / "summary.csv").write_text("kernel\n", encoding="utf-8")
+    assert [p.name for p in of_kind("nvidia-h200", tmp_path)] == ["nvidia-h100", "nvidia-h200"]
+    assert [p.name for p in of_kind("nvidia-l4", tmp_path)] == ["nvidia-h100", "nvidia-h200"]
+    assert [p.name for p in of_kind("cpu-x86_64", tmp_path)] == ["cpu-aarch64", "cpu-x86_64"]
+    assert of_kind("nvidia-h200", tmp_path / "missing") == []
 
 
 @pytest.mark.parametrize("which", ["gpu", "cpu"])
@@ -700,7 +704,7 @@ def test_no_plot_has_overlapping_tick_labels(tmp_path, monkeypatch):
 
     monkeypatch.setattr(plots, "png_bytes", keep)
     # drawn in this process, where the figures can be looked at
-    render(FIXTURE, "fake-gpu", tmp_path / "gpu", others=["cpu-x86_64"], workers=1)
+    render(FIXTURE, "fake-gpu", tmp_path / "gpu", others=[FIXTURE / "cpu-x86_64"], workers=1)
     render(FIXTURE, "cpu-x86_64", tmp_path / "cpu", workers=1)
     assert len(drawn) >= 10
     assert [(title, clashes) for title, clashes in drawn if clashes] == []
@@ -790,26 +794,27 @@ def test_cases_above_the_survey_ceiling_are_flagged_and_explained(cpu, gpu):
     assert "Above the measured ceiling" not in gpu["md"] and "% ↑" not in gpu["md"]
 
 
-def test_published_sets_render_again_side_by_side(tmp_path, capsys):
-    """``python -m kernellab.report``: two GPU sets measured apart are rendered again in place,
-    each report comparing with the other; a set that is not there is refused by name before
-    anything is written."""
+def test_reference_sets_render_again_side_by_side(tmp_path, capsys):
+    """``python -m kernellab.report``: two GPU references measured apart are rendered again in
+    place, each report comparing with the other (and not with itself); a folder that is not a set
+    is refused by name before anything is written."""
     from kernellab.report.__main__ import main
 
-    root = tmp_path / "results"
+    root = tmp_path / "reference"
     for name in ("gpu-a", "gpu-b"):
         shutil.copytree(FIXTURE / "fake-gpu", root / name)
         (root / name / "report.md").unlink(missing_ok=True)
     with pytest.raises(SystemExit):
-        main([str(root), "gpu-a", "gpu-c"])
-    assert "no result set gpu-c" in capsys.readouterr().err
+        main([str(root / "gpu-a"), str(root / "gpu-c"), "--references", str(root)])
+    assert f"not a result set (no summary.csv): {root / 'gpu-c'}" in capsys.readouterr().err
     assert not (root / "gpu-a" / "report.md").exists()
 
-    assert main([str(root), "gpu-a", "gpu-b"]) == 0
+    assert main([str(root / "gpu-a"), str(root / "gpu-b"), "--references", str(root)]) == 0
     for this, other in (("gpu-a", "gpu-b"), ("gpu-b", "gpu-a")):
         md = (root / this / "report.md").read_text(encoding="utf-8")
-        assert f"time ratio {other} / {this}" in md
-        assert (root / this / "plots" / f"ceilings_{other}.png").is_file()
+        assert f"time ratio {other} reference / {this}" in md
+        assert f"{this} reference" not in md
+        assert (root / this / "plots" / f"ceilings_{html_id(other + ' reference')}.png").is_file()
 
 
 def _fake_gpu_with_recorded_finding(tmp_path, kernel: str, step: str, finding: str) -> Path:
@@ -955,3 +960,42 @@ def test_ncu_kernel_count_reads_back_from_a_csv_with_a_failed_row(tmp_path):
     rows = {r["impl_key"]: r for r in res.ncu["k"]}
     assert "over 2 kernel(s)" in _ncu_text(res, "k", "triton@a", rows["triton@a"])
     assert _ncu_text(res, "k", "triton@b", None) == "not measured (ncu: no kernel in range)"
+
+
+def test_a_reference_keeps_what_its_report_reads_and_renders_against_the_others(tmp_path):
+    """``kernellab.reference.make``: the data the report reads and the files the PTX indexes
+    name, not the samples, traces or logs; gzip dumps become xz with the same text; the pages
+    are rendered there, compared with the other reference of its kind."""
+    from kernellab import io
+    from kernellab.reference import kept_files, make, tracked_bytes
+
+    results, refs = tmp_path / "results", tmp_path / "reference"
+    shutil.copytree(FIXTURE / "fake-gpu", results / "gpu-a")
+    shutil.copytree(FIXTURE / "fake-gpu", refs / "gpu-b")
+    index = results / "gpu-a" / "ptx" / "gelu" / "index.json"
+    entries = json.loads(index.read_text(encoding="utf-8"))
+    sass = next(e for e in entries if "sass" in e["files"])
+    text = (results / "gpu-a" / sass["files"]["sass"]).read_text(encoding="utf-8")  # named from the set
+    io.write_text(index.parent / "old.sass.gz", text)
+    sass["files"]["sass"] = "old.sass.gz"
+    index.write_text(json.dumps(entries), encoding="utf-8")
+    for junk in ("bench/gelu.samples.json.gz", "profile/gelu/x.trace.json.gz", "logs/measure/gelu.log",
+                 "ptx/gelu/unnamed.ptx"):
+        (results / "gpu-a" / junk).parent.mkdir(parents=True, exist_ok=True)
+        (results / "gpu-a" / junk).write_text("x", encoding="utf-8")
+    assert not any("samples" in p.name or "log" in p.parts[-2] for p in kept_files(results / "gpu-a"))
+
+    dest = make(results / "gpu-a", refs, workers=1)
+    kept = {str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()}
+    assert {"summary.csv", "ladders.json", "ptx/gelu/index.json", "ptx/gelu/old.sass.xz", "report.md",
+            "KERNEL_LOG.md", "report.html"} <= kept
+    assert not {"bench/gelu.samples.json.gz", "logs/measure/gelu.log", "ptx/gelu/unnamed.ptx",
+                "ptx/gelu/old.sass.gz"} & kept
+    assert io.read_text(dest / "ptx/gelu/old.sass.xz") == text
+    names = {f for e in json.loads((dest / "ptx/gelu/index.json").read_text()) for f in e["files"].values()}
+    assert "old.sass.xz" in names and "../../../../etc/passwd" in names  # the fixture's escape: not followed
+    assert all(dest.resolve() in p.resolve().parents for p in dest.rglob("*"))
+    md = (dest / "report.md").read_text(encoding="utf-8")
+    assert "time ratio gpu-b reference / gpu-a" in md and "gpu-a reference" not in md
+    assert tracked_bytes(dest) == sum(p.stat().st_size for p in dest.rglob("*") if p.is_file()) - (
+        dest / "report.html").stat().st_size

@@ -92,12 +92,12 @@ def test_result_files_are_written_0644_under_umask_022(tmp_path):
     try:
         for path, write in ((tmp_path / "a.json", lambda p: io.write_json(p, {"x": 1})),
                             (tmp_path / "b.csv", lambda p: io.write_csv(p, [{"x": 1}])),
-                            (tmp_path / "c.ptx.gz", lambda p: io.write_text(p, "ptx"))):
+                            (tmp_path / "c.ptx.xz", lambda p: io.write_text(p, "ptx"))):
             write(path)
             assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
     finally:
         os.umask(old)
-    assert io.read_text(tmp_path / "c.ptx.gz") == "ptx"
+    assert io.read_text(tmp_path / "c.ptx.xz") == "ptx"
 
 
 def test_a_ceiling_a_case_beats_is_raised_and_recorded():

@@ -2,7 +2,8 @@
 page with PNG plots beside it, and KERNEL_LOG.md (the optimization ladders).
 
     from kernellab.report import render, kernel_log
-    render(Path("results"), "nvidia-h200", Path("results/nvidia-h200/report"), others=["cpu-x86_64"])
+    render(Path("results"), "nvidia-h200", Path("results/nvidia-h200"),
+           references=[Path("reference/nvidia-h100-80gb-hbm3")])
 
 Rendering is deterministic: the same inputs give byte-identical files.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 
 def render(results_root: Path, hardware: str, out_dir: Path, **options) -> dict[str, Path]:
-    """Render results_root/hardware into out_dir; ``options`` (others, others_root, workers) and
+    """Render results_root/hardware into out_dir; ``options`` (others, references, workers) and
     the rest: kernellab.report.render.render."""
     from kernellab.report.render import render as _render
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import jinja2
@@ -12,7 +13,7 @@ from markupsafe import Markup
 from kernellab.report import analysis
 from kernellab.report.fmt import Md, md_code_block, md_escape
 from kernellab.report.ladder import analyse_all
-from kernellab.report.load import load, read_compare
+from kernellab.report.load import load
 from kernellab.report.model import annotate
 from kernellab.report.tables import md_table
 from kernellab.report.views import Image
@@ -21,6 +22,12 @@ REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATES = REPORT_DIR / "templates"
 CSS = REPORT_DIR / "report.css"
 KERNEL_LOG = "KERNEL_LOG.md"
+
+
+def reference_label(name: str) -> str:
+    """How the report names a reference set: the user's own H200 set and the H200 reference
+    share the slug."""
+    return f"{name} reference"
 
 
 def _loader() -> jinja2.BaseLoader:
@@ -140,31 +147,30 @@ def render(
     results_root: Path,
     hardware: str,
     out_dir: Path,
-    others=(),
-    others_root: Path | None = None,
+    others: Sequence[Path] = (),
+    references: Sequence[Path] = (),
     workers: int | None = None,
 ) -> dict[str, Path]:
     """Render ``results_root/hardware`` into ``out_dir`` (which may be that directory).
 
     Writes report.html (self-contained), report.md (with plots/*.png beside it),
-    KERNEL_LOG.md and plots/*.png. ``others``: result sets to compare with, found
-    under ``others_root`` (default: ``results_root``). Run comparisons are read from
-    ``<set>/compare/*.csv`` and from ``compare/*.csv`` under both roots (rows naming
-    this set). Returns {relative name: path} of every file written. PNGs in
-    out_dir/plots that this rendering did not produce are removed, so the folder
-    always matches the pages. ``workers``: processes drawing the figures (default: the cores
-    this process may use); the bytes are the same whatever the number.
+    KERNEL_LOG.md and plots/*.png. ``others`` and ``references``: the directories of the
+    sets to compare with, named by their folder (a reference as "<name> reference"); the
+    set's own ``compare/*.csv`` is shown too. Nothing else is read: the pages depend on the
+    set, the sets named here and the code. Returns {relative name: path} of every file
+    written. PNGs in out_dir/plots that this rendering did not produce are removed, so the
+    folder always matches the pages. ``workers``: processes drawing the figures (default: the
+    cores this process may use); the bytes are the same whatever the number.
     """
     results_root, out_dir = Path(results_root), Path(out_dir)
-    others_root = Path(others_root) if others_root is not None else results_root
     res = load(results_root, hardware)
-    seen = {(res.path / "compare").resolve()}
-    for root in (results_root, others_root):
-        d = root / "compare"
-        if d.resolve() not in seen:
-            seen.add(d.resolve())
-            res.compare.extend(read_compare(d, res.warnings, hardware))
-    other_res = [load(others_root, o) for o in others if o != hardware]
+    here = res.path.resolve()
+    other_res = [load(p.parent, p.name) for p in map(Path, others) if p.resolve() != here]
+    for p in map(Path, references):
+        if p.resolve() != here:
+            ref = load(p.parent, p.name)
+            ref.hardware = reference_label(p.name)
+            other_res.append(ref)
     view = analysis.build(res, other_res, workers or len(os.sched_getaffinity(0)))
 
     images: list[Image] = []

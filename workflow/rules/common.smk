@@ -31,6 +31,7 @@ try:
         logger.warning(f"kernel family {_name!r} skipped: {_why}")
         config["kernels"].pop(_name, None)
     kl_config.check(config)
+    kl_config.check_compare(config)
     if getattr(workflow.executor_plugin, "name", "") == "slurm":
         from kernellab.cluster import check_slurm
 
@@ -65,16 +66,27 @@ NCU_KERNELS = [
 ]
 
 
-def other_sets(wildcards):
-    """The result sets beside this one that its report compares with (kernellab.compare)."""
-    from kernellab.compare import chosen_others
+def compared_sets(wildcards):
+    """The sets a set's report compares with: the reference sets of its kind
+    (compare.references), and the result sets compare.with names; nothing else."""
+    from kernellab.reference import of_kind
 
-    available = [
-        p.name
-        for p in Path(config["results"]).glob("*")
-        if p.is_dir() and (p / "summary.csv").exists()
-    ]
-    return chosen_others(wildcards.set, available, config["compare"]["with"])
+    # the project's folder, wherever the run's working directory is
+    refs = config["compare"]["references"] and ROOT / config["compare"]["references"]
+    return {
+        "references": [str(p) for p in of_kind(wildcards.set, refs)] if refs else [],
+        "others": [
+            f"{config['results']}/{name}"
+            for name in config["compare"]["with"]
+            if name != wildcards.set
+        ],
+    }
+
+
+def compared_summaries(wildcards):
+    """Their summary.csv files: a report is rendered again when one of them changes."""
+    sets = compared_sets(wildcards)
+    return [f"{p}/summary.csv" for p in sets["references"] + sets["others"]]
 
 
 FAMILY_DIRS = {k: registry.family(k).folder for k in KERNELS}

@@ -28,6 +28,7 @@ rule report:
         profile=per_kernel("profile/{kernel}.csv"),
         autotune=per_kernel("autotune/{kernel}.csv"),
         ncu=per_kernel("ncu/{kernel}.csv", NCU_KERNELS),
+        compared=compared_summaries,
     output:
         html=report(
             stage("report.html"),
@@ -49,9 +50,7 @@ rule report:
     log:
         stage("logs/report.log"),
     params:
-        results=config["results"],
-        others=other_sets,
-        set_name=lambda wildcards: wildcards.set,
+        compared=compared_sets,
     script:
         "../scripts/report.py"
 
