@@ -72,3 +72,17 @@ def test_checker_sees_a_page_wider_than_the_window(tmp_path):
     wide = tmp_path / "wide.html"
     wide.write_text("<!DOCTYPE html><html><body><div style='width:900px'>x</div></body></html>", encoding="utf-8")
     assert check_page(wide, width=360)["scroll_width"] >= 900
+
+
+def test_the_readme_screenshot_is_made_by_the_report_command(tmp_path):
+    """``python -m kernellab.report <set> --screenshot PNG``, as the README's picture is made."""
+    import shutil
+
+    from kernellab.report.__main__ import SCREENSHOT_HEIGHT, main
+
+    shutil.copytree(FIXTURE / "cpu-x86_64", tmp_path / "cpu-x86_64")
+    png = tmp_path / "shot.png"
+    assert main([str(tmp_path / "cpu-x86_64"), "--references", "", "--screenshot", str(png)]) == 0
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", data[16:24]) == (1280, SCREENSHOT_HEIGHT)

@@ -17,6 +17,8 @@ from pathlib import Path
 from kernellab import reference
 from kernellab.report.render import reference_label, render
 
+SCREENSHOT_HEIGHT = 1600
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernellab.report", description=__doc__.split("\n\n")[0])
@@ -24,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--references", default=str(reference.ROOT),
                     help="the folder of the reference sets (default: reference); '' for none")
     ap.add_argument("--with", dest="also", nargs="*", type=Path, default=[], help="also compare with these sets")
+    ap.add_argument("--screenshot", type=Path, metavar="PNG",
+                    help="also write the top of the (last) set's report.html, 1280 px wide, here "
+                         "(the README's picture: reference/cpu-x86_64 --screenshot docs/report-screenshot.png)")
     args = ap.parse_args(argv)
     missing = [str(s) for s in [*args.sets, *args.also] if not (s / "summary.csv").is_file()]
     if missing:
@@ -33,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         written = render(s.parent, s.name, s, others=args.also, references=refs)
         names = [reference_label(p.name) for p in refs if p.resolve() != s.resolve()] + [p.name for p in args.also]
         print(f"{s}: {len(written)} files written, compared with {', '.join(names) or 'no other set'}")
+    if args.screenshot:
+        from kernellab.report.browser import screenshot
+
+        screenshot(written["report.html"], args.screenshot, width=1280, max_height=SCREENSHOT_HEIGHT)
+        print(f"{args.screenshot}: the top {SCREENSHOT_HEIGHT} px of {written['report.html']}")
     return 0
 
 

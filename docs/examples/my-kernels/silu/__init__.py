@@ -25,7 +25,7 @@ def silu_naive(x):
     return x * torch.sigmoid(x)
 
 
-def silu_fused(out, x):
+def silu_fused(x):
     return torch.nn.functional.silu(x)
 
 
@@ -68,7 +68,7 @@ FAMILY = register_family(
 )
 
 FAMILY.add(Impl("silu", "torch_naive", "torch", returns_new(silu_naive)))
-FAMILY.add(Impl("silu", "torch_fused", "torch", silu_fused))
+FAMILY.add(Impl("silu", "torch_fused", "torch", returns_new(silu_fused)))
 FAMILY.add(Impl("silu", "triton", "triton", silu_triton, triton_kernels=(silu_kernel,), compile_specs=compile_specs))
 FAMILY.add(Impl("silu", "compiled", "compile", compiled(silu_naive)))
 # The CUDA ladder: each step is a variant of the `silu` op that binding.cpp defines; its idea and
