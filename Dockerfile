@@ -1,48 +1,55 @@
-# The kernel lab's GPU environment: PyTorch 2.11 (CUDA 13.0 build), Triton 3.6, nvcc and cuobjdump
-# (CUDA 13.0 toolkit), Nsight Compute (ncu) and the Python pins of envs/requirements.txt.
-# It holds no project code: Snakemake runs the jobs of a checkout in it (README, "Running in the container").
+# The kernel lab's environment, in two flavours (build argument FLAVOUR):
+#   gpu (the default): PyTorch 2.11 (CUDA 13.0 build), Triton 3.6, nvcc and cuobjdump (CUDA 13.0 toolkit),
+#       Nsight Compute (ncu) and the Python pins of envs/requirements.txt;
+#   cpu: Debian bookworm's Python 3.11, PyTorch's CPU build of the torch pin of envs/requirements.txt,
+#       Triton 3.6 and the same pins: what CI builds and runs the test config in (.ci/container,
+#       tests/test_container.py). No GPU, no CUDA toolkit: the CUDA steps are "unavailable" in it.
+# Either holds no project code: Snakemake runs the jobs of a checkout in it (README, "In the container").
 #
-#   docker build -t ghcr.io/kernel-lab/kernel-lab:0.1.0 .
+#   docker build -t kernel-lab:0.1.0 .
+#   docker build --build-arg FLAVOUR=cpu -t kernel-lab:0.1.0-cpu .
 #
+# Only the stages of the chosen flavour are built (the cpu build never pulls the PyTorch image).
+# Pip settings for a machine with a local wheel folder or an intercepting proxy (PIP_CERT, PIP_FIND_LINKS,
+# PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) may be passed as build arguments; they stay out of the image.
+# tests/test_pins.py checks the base tag against the gpu stage's TORCH_VERSION/CUDA_VERSION, the labels against
+# the pins, and the cpu stage's torch against envs/requirements.txt.
+ARG FLAVOUR=gpu
+ARG TRITON_VERSION=3.6.0
+ARG KERNELLAB_VERSION=0.1.0
+
+# ---------------------------------------------------------------------------------------------- gpu
 # Base image: the official PyTorch image, CUDA *devel* flavour (nvcc, cuobjdump, CUDA headers for the
 # extension), pinned by its full tag. pytorch/pytorch tags read <torch>-cuda<major.minor>-cudnn<N>-<flavour>
 # (pytorch's docker.Makefile / docker-release workflow), e.g. 2.11.0-cuda13.0-cudnn9-devel; never `latest`.
 # Its torch is the CUDA 13.0 build that the H200 runs; torch 2.11.0 requires triton==3.6.0, the Triton pin
 # of envs/requirements.txt. For a bit-for-bit rebuild add the digest you pulled: FROM <image>:<tag>@sha256:...
-# tests/test_pins.py checks the tag against TORCH_VERSION/CUDA_VERSION below and the labels against the pins.
-FROM pytorch/pytorch:2.11.0-cuda13.0-cudnn9-devel
+FROM pytorch/pytorch:2.11.0-cuda13.0-cudnn9-devel AS base-gpu
 
-# Versions of what the base image brings (checked below, at build time) and of the Triton pin.
+# Versions of what the base image brings (checked at build time, in the shared stage below).
 ARG TORCH_VERSION=2.11.0
 ARG CUDA_VERSION=13.0
-ARG TRITON_VERSION=3.6.0
-ARG KERNELLAB_VERSION=0.1.0
+ARG KERNELLAB_VERSION
 
-LABEL org.opencontainers.image.title="kernel-lab" \
-      org.opencontainers.image.description="Kernel lab: benchmark, check, profile and report GPU kernels (Snakemake + PyTorch + Triton + CUDA)" \
-      org.opencontainers.image.version="${KERNELLAB_VERSION}" \
-      org.opencontainers.image.source="https://github.com/kernel-lab/kernel-lab" \
-      org.opencontainers.image.licenses="MIT" \
-      org.opencontainers.image.base.name="docker.io/pytorch/pytorch:2.11.0-cuda13.0-cudnn9-devel" \
+LABEL org.opencontainers.image.base.name="docker.io/pytorch/pytorch:2.11.0-cuda13.0-cudnn9-devel" \
+      io.kernellab.flavour="gpu" \
       io.kernellab.torch.version="${TORCH_VERSION}" \
       io.kernellab.cuda.version="${CUDA_VERSION}" \
-      io.kernellab.triton.version="${TRITON_VERSION}" \
       io.kernellab.nsight-compute.package="cuda-nsight-compute-13-0"
+# KERNELLAB_IMAGE: the name the build command above gives this image (environment.json records it).
+ENV KERNELLAB_IMAGE="kernel-lab:${KERNELLAB_VERSION}" \
+    KERNELLAB_TORCH_VERSION="${TORCH_VERSION}" \
+    KERNELLAB_CUDA_VERSION="${CUDA_VERSION}"
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # Nsight Compute for the ncu rule, from NVIDIA's CUDA apt repository (configured in the CUDA base image
 # under pytorch's devel image): the package of this CUDA minor version, any 13.0.x patch release; and
 # cuobjdump for the SASS dumps (a no-op where the devel image has it already).
-# build-essential: the C++ compiler and c++filt for the CUDA extension, and the C compiler Triton uses
-# for its launcher stubs; ninja-build: torch's extension builder. Versions pinned to their series, which
-# hold on Ubuntu 22.04 and 24.04 alike.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         "cuda-nsight-compute-13-0=13.0.*" \
         "cuda-cuobjdump-13-0=13.0.*" \
-        "build-essential=12.*" \
-        "ninja-build=1.*" \
     && rm -rf /var/lib/apt/lists/*
 
 # ncu on PATH (the package puts it under /usr/local/cuda-13.0 or /opt/nvidia/nsight-compute/<version>),
@@ -54,18 +61,84 @@ RUN ncu_bin="$(command -v ncu || find /usr/local/cuda-13.0 /usr/local/cuda /opt/
     && nvcc --version \
     && cuobjdump --version
 
-# The Python pins. torch is left out of envs/requirements.txt here: its torch line is the CPU/CI pin, and
-# the base image's CUDA build must stay (a constraint on the installed version makes sure pip keeps it).
+# ---------------------------------------------------------------------------------------------- cpu
+# Debian's Python 3.11 in a virtual environment (PEP 668: Debian's own Python takes no pip installs),
+# and PyTorch's CPU build of the torch pin of envs/requirements.txt ("+cpu": no CUDA libraries), from
+# PyTorch's CPU wheel index.
+FROM debian:bookworm AS base-cpu
+
+ARG TORCH_VERSION=2.13.0
+ARG KERNELLAB_VERSION
+ARG PIP_CERT
+ARG PIP_FIND_LINKS
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
+
+LABEL org.opencontainers.image.base.name="docker.io/library/debian:bookworm" \
+      io.kernellab.flavour="cpu" \
+      io.kernellab.torch.version="${TORCH_VERSION}"
+ENV KERNELLAB_IMAGE="kernel-lab:${KERNELLAB_VERSION}-cpu" \
+    KERNELLAB_TORCH_VERSION="${TORCH_VERSION}" \
+    KERNELLAB_CUDA_VERSION="" \
+    PATH="/opt/venv/bin:${PATH}"
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+# python3-dev: the headers torch.compile's C++ kernels (and Triton's launcher stubs) compile against.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        "python3=3.11.*" \
+        "python3-venv=3.11.*" \
+        "python3-dev=3.11.*" \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/venv \
+    && python -m pip install --no-cache-dir "torch==${TORCH_VERSION}+cpu"
+
+# ------------------------------------------------------------------------------ shared by both flavours
+# hadolint ignore=DL3006
+FROM base-${FLAVOUR}
+
+ARG FLAVOUR
+ARG TRITON_VERSION
+ARG KERNELLAB_VERSION
+ARG PIP_CERT
+ARG PIP_FIND_LINKS
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+
+LABEL org.opencontainers.image.title="kernel-lab" \
+      org.opencontainers.image.description="Kernel lab: benchmark, check, profile and report GPU kernels (Snakemake + PyTorch + Triton + CUDA)" \
+      org.opencontainers.image.version="${KERNELLAB_VERSION}" \
+      org.opencontainers.image.source="https://github.com/kernel-lab/kernel-lab" \
+      org.opencontainers.image.licenses="MIT" \
+      io.kernellab.triton.version="${TRITON_VERSION}"
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+# build-essential: the C++ compiler and c++filt for the CUDA extension and torch.compile, and the C
+# compiler Triton uses for its launcher stubs; ninja-build: torch's extension builder. Versions pinned
+# to their series, which hold on Ubuntu 22.04, 24.04 and Debian 12 alike.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        "build-essential=12.*" \
+        "ninja-build=1.*" \
+    && rm -rf /var/lib/apt/lists/*
+
+# The Python pins. torch is left out of envs/requirements.txt here: the base stage brought it (the CUDA
+# build of the PyTorch image, or the CPU build above), and a constraint on the installed version makes
+# sure pip keeps it. Then the versions are checked: torch and CUDA (none for cpu) as the base stage
+# declares them, Triton as pinned.
 COPY envs/requirements.txt /tmp/kernellab/requirements.txt
 RUN grep -v -E '^[[:space:]]*torch[[:space:]]*==' /tmp/kernellab/requirements.txt > /tmp/kernellab/requirements-image.txt \
     && python -c "import torch; print('torch==' + torch.__version__)" > /tmp/kernellab/constraints.txt \
     && python -m pip install --no-cache-dir -r /tmp/kernellab/requirements-image.txt -c /tmp/kernellab/constraints.txt \
     && python -m pip check \
-    && python -c "import torch, triton; \
-v = torch.__version__.split('+')[0]; assert v == '${TORCH_VERSION}', f'base image torch {v} != ${TORCH_VERSION}'; \
-c = torch.version.cuda or ''; assert c.startswith('${CUDA_VERSION}'), f'torch built for CUDA {c!r}, not ${CUDA_VERSION}'; \
+    && python -c "import os, torch, triton; \
+want, want_cuda = os.environ['KERNELLAB_TORCH_VERSION'], os.environ['KERNELLAB_CUDA_VERSION']; \
+v = torch.__version__.split('+')[0]; assert v == want, f'torch {v} != {want}'; \
+c = torch.version.cuda or ''; assert c.startswith(want_cuda) and bool(c) == bool(want_cuda), f'torch built for CUDA {c!r}, not {want_cuda!r}'; \
 assert triton.__version__ == '${TRITON_VERSION}', f'triton {triton.__version__} != ${TRITON_VERSION}'; \
-print('torch', torch.__version__, 'cuda', c, 'triton', triton.__version__)" \
+print('${FLAVOUR}: torch', torch.__version__, 'cuda', c or None, 'triton', triton.__version__)" \
     && rm -rf /tmp/kernellab
 
 # A non-root user (a fixed uid clear of the base image's users); the checkout is mounted at /workspace.

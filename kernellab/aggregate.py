@@ -194,6 +194,23 @@ def versions() -> dict:
     }
 
 
+def container(root: Path = Path("/")) -> dict | None:
+    """The container this process runs in, or None outside one: ``engine`` from the runtime's mark
+    (Apptainer's variables, podman's ``/run/.containerenv``, Docker's ``/.dockerenv``) and ``image``
+    from ``KERNELLAB_IMAGE``, which the Dockerfile sets to the name its build command gives the
+    image (``kernel-lab:<version>`` or ``kernel-lab:<version>-cpu``); ``sif``: Apptainer's image file."""
+    sif = os.environ.get("APPTAINER_CONTAINER") or os.environ.get("SINGULARITY_CONTAINER")
+    engine = ("apptainer" if sif else "podman" if (root / "run" / ".containerenv").exists()
+              else "docker" if (root / ".dockerenv").exists() else None)
+    image = os.environ.get("KERNELLAB_IMAGE") or None
+    if engine is None and image is None:
+        return None
+    out = {"engine": engine or "unknown", "image": image}
+    if sif:
+        out["sif"] = sif
+    return out
+
+
 def environment(survey: dict, config: dict, root: Path, run_id: str, command: str) -> dict:
     nv = survey.get("nvml") or {}
     return {
@@ -214,6 +231,7 @@ def environment(survey: dict, config: dict, root: Path, run_id: str, command: st
         "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "clocks_at_start": survey.get("clocks_before"),
         "platform": platform.platform(),
+        "container": container(),
     }
 
 

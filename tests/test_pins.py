@@ -2,9 +2,9 @@
 
 Each file is read into {package: [specifier, ...]}; a package named by two or more files must have one exact
 version (``==``) everywhere, and every looser specifier (``pyyaml>=6``) must admit that version. The one
-deliberate exception is torch in the image: the Dockerfile keeps the base image's CUDA build (its torch pin
+deliberate exception is torch in the GPU image: its flavour keeps the base image's CUDA build (its torch pin
 is the base image tag) and leaves requirements.txt's torch line, the CPU/CI pin, out of what it installs;
-tests below check both halves of that.
+the CPU flavour installs the CPU build of that pin. Tests below check each flavour.
 """
 
 from __future__ import annotations
@@ -100,65 +100,107 @@ def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
 
 
 def _pairs(args: str) -> dict[str, str]:
-    """key=value pairs of a LABEL or ARG line (values may be double-quoted)."""
+    """key=value pairs of a LABEL, ENV or ARG line (values may be double-quoted)."""
     return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
             for m in re.finditer(r'([\w.\-]+)=(?:"([^"]*)"|(\S*))', args)}
 
 
-def read_dockerfile(path: Path) -> dict:
-    """The image's base tag, ARG defaults, LABELs (ARGs substituted) and explicit pins.
+def _subst(value: str, scope: dict[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}", lambda m: scope.get(m.group(1), m.group(0)), value)
 
-    ``pins`` holds what the image installs at a known version: the versions its labels declare
-    (``io.kernellab.<package>.version``; cuda is no Python package and is left out), ``pip install
-    name==version`` arguments, and the requirement files it installs with ``-r`` (by their COPY source).
+
+def read_dockerfile(path: Path) -> dict:
+    """The Dockerfile's stages and, for each flavour (``FLAVOUR``: gpu, cpu), what its image holds.
+
+    A stage records its base (``from``), ARG defaults (a global ARG, declared before the first FROM,
+    reaches a stage that declares its name), LABELs and ENV (variables substituted), COPYs, RUNs and
+    explicit pins: the versions its labels declare (``io.kernellab.<package>.version``; cuda is no Python
+    package and is left out) and ``pip install name==version`` arguments. A flavour's image is the stage
+    ``base-<flavour>`` under the last stage (``FROM base-${FLAVOUR}``): ``flavours[f]`` merges the two,
+    the last stage's values winning; ``requirement_files`` are the files a stage installs with ``-r``.
+    The GPU base's image and tag are ``image`` and ``tag``.
     """
     inst = dockerfile_instructions(path.read_text())
-    base = next(args for word, args in inst if word == "FROM").split()[0]
-    image, _, tag = base.partition(":")
-    args: dict[str, str] = {}
-    labels: dict[str, str] = {}
-    copies: dict[str, str] = {}
-    runs: list[str] = []
+    global_args: dict[str, str] = {}
+    stages: list[dict] = []
     for word, rest in inst:
+        if word == "FROM":
+            parts = rest.split()
+            name = parts[2] if len(parts) >= 3 and parts[1].upper() == "AS" else f"stage{len(stages)}"
+            parent = next((st for st in stages if st["name"] == parts[0]), None)
+            stages.append({"name": name, "from": parts[0], "args": {}, "labels": {}, "copies": {}, "runs": [],
+                           "env": dict(parent["env"]) if parent else {}, "pins": {}, "requirement_files": []})
+            continue
         if word == "ARG":
-            args.update(_pairs(rest))
-        elif word == "LABEL":
-            for key, value in _pairs(rest).items():
-                labels[key] = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), value)
+            name, eq, default = rest.partition("=")
+            target = stages[-1]["args"] if stages else global_args
+            if eq:
+                target[name] = default.strip('"')
+            elif stages and name in global_args:
+                target[name] = global_args[name]
+            continue
+        if not stages:
+            continue
+        st = stages[-1]
+        scope = {**st["env"], **st["args"]}
+        if word == "LABEL":
+            st["labels"].update({k: _subst(v, scope) for k, v in _pairs(rest).items()})
+        elif word == "ENV":
+            st["env"].update({k: _subst(v, scope) for k, v in _pairs(rest).items()})
         elif word == "COPY":
             parts = [p for p in rest.split() if not p.startswith("--")]
-            copies[parts[-1]] = parts[0]
+            st["copies"][parts[-1]] = parts[0]
         elif word == "RUN":
-            runs.append(rest)
-    pins: Pins = {}
-    for key, value in labels.items():
-        m = re.fullmatch(r"io\.kernellab\.([\w\-]+)\.version", key)
-        if m and m.group(1) != "cuda":
-            pins.setdefault(canonicalize_name(m.group(1)), []).append(f"=={value}")
-    requirement_files = []
-    for run in runs:
-        for command in re.split(r"&&|;", run):
-            if not re.search(r"\bpip install\b", command):
-                continue
-            tokens = command.split()
-            for i, token in enumerate(tokens):
-                if token in ("-r", "--requirement") and i + 1 < len(tokens):
-                    requirement_files.append(tokens[i + 1])
-                elif "==" in token and not token.startswith("-"):
-                    _add(pins, token.strip("'\""))
-    return {"image": image, "tag": tag, "args": args, "labels": labels, "pins": pins,
-            "copies": copies, "runs": runs, "requirement_files": requirement_files}
+            st["runs"].append(rest)
+            for command in re.split(r"&&|;", rest):
+                if not re.search(r"\bpip install\b", command):
+                    continue
+                tokens = command.split()
+                for i, token in enumerate(tokens):
+                    if token in ("-r", "--requirement") and i + 1 < len(tokens):
+                        st["requirement_files"].append(tokens[i + 1])
+                    elif "==" in token and not token.startswith("-"):
+                        _add(st["pins"], _subst(token.strip("'\""), scope))
+    for st in stages:
+        for key, value in st["labels"].items():
+            m = re.fullmatch(r"io\.kernellab\.([\w\-]+)\.version", key)
+            if m and m.group(1) != "cuda":
+                st["pins"].setdefault(canonicalize_name(m.group(1)), []).append(f"=={value}")
+    by_name = {st["name"]: st for st in stages}
+    last = stages[-1]
+    flavours = {}
+    for flavour in ("gpu", "cpu"):
+        base = by_name[_subst(last["from"], {**global_args, "FLAVOUR": flavour})]
+        pins: Pins = {}
+        for st in (base, last):
+            for name, specs in st["pins"].items():
+                pins.setdefault(name, []).extend(specs)
+        flavours[flavour] = {
+            "base": base, "from": base["from"], "args": {**base["args"], **last["args"]},
+            "labels": {**base["labels"], **last["labels"]}, "env": {**base["env"], **last["env"]},
+            "copies": {**base["copies"], **last["copies"]}, "runs": base["runs"] + last["runs"], "pins": pins,
+            "requirement_files": base["requirement_files"] + last["requirement_files"]}
+    image, _, tag = by_name["base-gpu"]["from"].partition(":")
+    return {"image": image, "tag": tag, "global_args": global_args, "stages": by_name, "last": last,
+            "flavours": flavours}
+
+
+def _without_cpu_label(pins: Pins) -> Pins:
+    """``torch==2.13.0+cpu`` compared as the pin it builds, ``torch==2.13.0`` (its CPU wheel)."""
+    return {name: [re.sub(r"^(==[^+]+)\+cpu$", r"\1", s) for s in specs] for name, specs in pins.items()}
 
 
 def collect(root: Path) -> dict[str, Pins]:
-    """Every file's pins, by file name relative to root."""
+    """Every file's pins, by file name relative to root; the Dockerfile once per flavour."""
     docker = read_dockerfile(root / "Dockerfile")
     return {
         "pyproject.toml": read_pyproject(root / "pyproject.toml"),
         "envs/requirements.txt": read_requirements(root / "envs" / "requirements.txt"),
         "envs/requirements-test.txt": read_requirements(root / "envs" / "requirements-test.txt"),
         "envs/kernellab.yaml": read_conda(root / "envs" / "kernellab.yaml"),
-        "Dockerfile": {k: v for k, v in docker["pins"].items() if k not in BASE_IMAGE_PACKAGES},
+        "Dockerfile (gpu)": {k: v for k, v in docker["flavours"]["gpu"]["pins"].items()
+                             if k not in BASE_IMAGE_PACKAGES},
+        "Dockerfile (cpu)": _without_cpu_label(docker["flavours"]["cpu"]["pins"]),
     }
 
 
@@ -214,58 +256,93 @@ def test_dockerfile_base_image_matches_its_labels():
     assert docker["image"] == "pytorch/pytorch", docker["image"]
     m = TAG_RE.match(docker["tag"])
     assert m, f"base image tag {docker['tag']!r} is not <torch>-cuda<x.y>-cudnn<n>-devel (a pinned devel tag)"
-    labels = docker["labels"]
+    gpu = docker["flavours"]["gpu"]
+    labels, runs = gpu["labels"], gpu["runs"]
+    assert labels["io.kernellab.flavour"] == "gpu"
     assert labels["io.kernellab.torch.version"] == m["torch"], (labels, docker["tag"])
     assert labels["io.kernellab.cuda.version"] == m["cuda"], (labels, docker["tag"])
     assert labels["org.opencontainers.image.base.name"].endswith(f"{docker['image']}:{docker['tag']}")
+    assert (gpu["env"]["KERNELLAB_TORCH_VERSION"], gpu["env"]["KERNELLAB_CUDA_VERSION"]) == (m["torch"], m["cuda"])
     # the Nsight Compute package is the one of the base image's CUDA version
     cuda_pkg = "cuda-nsight-compute-" + m["cuda"].replace(".", "-")
     assert labels["io.kernellab.nsight-compute.package"] == cuda_pkg
-    assert any(f'"{cuda_pkg}={m["cuda"]}.' in run for run in docker["runs"]), f"{cuda_pkg} is not installed"
+    assert any(f'"{cuda_pkg}={m["cuda"]}.' in run for run in runs), f"{cuda_pkg} is not installed"
     # and every CUDA apt package is of that version: cuda-<name>-13-0="13.0.*"
-    cuda_pkgs = [p for run in docker["runs"] for p in re.findall(r"\bcuda-[a-z-]+?-\d+-\d+=\S+", run)]
+    cuda_pkgs = [p for run in runs for p in re.findall(r"\bcuda-[a-z-]+?-\d+-\d+=\S+", run)]
     assert len(cuda_pkgs) >= 2, cuda_pkgs
     for pkg in cuda_pkgs:
         name, version = pkg.strip("'\"").split("=")
         major, minor = name.rsplit("-", 2)[1:]
         assert f"{major}.{minor}" == m["cuda"] and version.startswith(f"{m['cuda']}."), (pkg, docker["tag"])
-    for key in ("title", "version", "source", "licenses", "description"):
-        assert labels.get(f"org.opencontainers.image.{key}"), f"label org.opencontainers.image.{key} missing"
+    for flavour in ("gpu", "cpu"):
+        labels = docker["flavours"][flavour]["labels"]
+        for key in ("title", "version", "source", "licenses", "description"):
+            assert labels.get(f"org.opencontainers.image.{key}"), f"{flavour}: label org.opencontainers.image.{key}"
+
+
+def test_dockerfile_cpu_flavour_is_torchs_cpu_build_of_the_requirements_pin():
+    """The cpu flavour: Debian bookworm by its release tag, torch's CPU build ("+cpu") of the torch pin of
+    envs/requirements.txt, no CUDA; the only flavour that names a torch version itself."""
+    docker = read_dockerfile(ROOT / "Dockerfile")
+    cpu = docker["flavours"]["cpu"]
+    assert cpu["from"] == "debian:bookworm", cpu["from"]
+    assert cpu["labels"]["org.opencontainers.image.base.name"] == "docker.io/library/debian:bookworm"
+    assert cpu["labels"]["io.kernellab.flavour"] == "cpu"
+    assert "io.kernellab.cuda.version" not in cpu["labels"] and cpu["env"]["KERNELLAB_CUDA_VERSION"] == ""
+    (want,) = read_requirements(ROOT / "envs" / "requirements.txt")["torch"]
+    assert cpu["base"]["pins"]["torch"] == [f"{want}+cpu", want], cpu["base"]["pins"]  # the install, the label
+    assert cpu["env"]["KERNELLAB_TORCH_VERSION"] == want.removeprefix("==")
+    # each base stage is of its flavour only: no CUDA package on Debian, no Debian python in the GPU image
+    assert not any("cuda-" in run for run in cpu["base"]["runs"])
+    assert not any("python3-venv" in run for run in docker["flavours"]["gpu"]["base"]["runs"])
 
 
 def test_dockerfile_installs_requirements_without_torch():
-    """The image installs envs/requirements.txt, minus its torch line, and keeps the base image's torch."""
+    """Both flavours install envs/requirements.txt, minus its torch line, in the stage they share, and keep
+    the torch of their base stage; the checks of versions, the user and the working directory are shared."""
     docker = read_dockerfile(ROOT / "Dockerfile")
-    copied = {dest: src for dest, src in docker["copies"].items() if src == "envs/requirements.txt"}
-    assert copied, "the Dockerfile does not COPY envs/requirements.txt"
+    last = docker["last"]
+    assert last["from"] == "base-${FLAVOUR}", last["from"]
+    copied = {dest: src for dest, src in last["copies"].items() if src == "envs/requirements.txt"}
+    assert copied, "the shared stage does not COPY envs/requirements.txt"
     (dest,) = copied
-    filters = [run for run in docker["runs"] if dest in run and "grep -v" in run and "torch" in run]
+    filters = [run for run in last["runs"] if dest in run and "grep -v" in run and "torch" in run]
     assert filters, "the Dockerfile does not filter torch out of envs/requirements.txt"
-    assert docker["requirement_files"], "the Dockerfile does not pip install -r a requirements file"
+    assert last["requirement_files"], "the shared stage does not pip install -r a requirements file"
     # the filter removes exactly the torch line
     pattern = re.search(r"grep -v -E '([^']+)'", filters[0]).group(1)
     lines = (ROOT / "envs" / "requirements.txt").read_text().splitlines()
     posix = pattern.replace("[[:space:]]", r"\s")
     removed = [ln for ln in lines if re.search(posix, ln)]
     assert removed and all(Requirement(ln).name == "torch" for ln in removed), removed
-    torch_label = f"=={docker['args']['TORCH_VERSION']}"
-    assert docker["pins"].get("torch", [torch_label]) == [torch_label], docker["pins"]["torch"]
+    gpu = docker["flavours"]["gpu"]
+    torch_label = f"=={gpu['base']['args']['TORCH_VERSION']}"
+    assert gpu["pins"].get("torch", [torch_label]) == [torch_label], gpu["pins"]["torch"]
+    # written once: the shared stage holds the version check, the user and the working directory
+    for st in docker["stages"].values():
+        if st is not last:
+            assert not any("useradd" in run or "pip check" in run for run in st["runs"]), st["name"]
+    assert any("pip check" in run and "KERNELLAB_TORCH_VERSION" in run for run in last["runs"])
+    text = (ROOT / "Dockerfile").read_text()
+    assert text.count("USER ") == 1 and text.count("WORKDIR ") == 1
 
 
 def test_image_version_and_container_name_agree():
-    """pyproject's version = the image's version label = the tag of the config's default container."""
+    """pyproject's version = the images' version label = the version in the names the images give
+    themselves (KERNELLAB_IMAGE, recorded in environment.json) = the version of the config's default
+    container, a local SIF file: no registry holds the image, and the default must not name one."""
     version = read_toml(ROOT / "pyproject.toml")["project"]["version"]
-    labels = read_dockerfile(ROOT / "Dockerfile")["labels"]
-    assert labels["org.opencontainers.image.version"] == version
+    docker = read_dockerfile(ROOT / "Dockerfile")
+    for flavour, suffix in (("gpu", ""), ("cpu", "-cpu")):
+        view = docker["flavours"][flavour]
+        assert view["labels"]["org.opencontainers.image.version"] == version
+        assert view["env"]["KERNELLAB_IMAGE"] == f"kernel-lab:{version}{suffix}", view["env"]
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     default = schema["properties"]["container"]["default"]
-    assert default.endswith(f":{version}"), default
+    assert default == f"kernel-lab-{version}.sif", default
     for name in ("config.yaml", "test.yaml"):
         cfg = yaml.safe_load((ROOT / "config" / name).read_text())
         assert cfg.get("container", default) == default, f"config/{name}: {cfg.get('container')} != {default}"
-    # the README's build command produces that image
-    image = default.removeprefix("docker://")
-    assert f"docker build -t {image} ." in (ROOT / "README.md").read_text(), f"README does not build {image}"
 
 
 # -- the comparison itself catches planted disagreements -------------------------------------------------
@@ -298,10 +375,18 @@ def test_compare_catches_conda_pin_disagreement(tree):
 
 
 def test_compare_catches_dockerfile_label_disagreement(tree):
-    args = read_dockerfile(tree / "Dockerfile")["args"]
+    args = read_dockerfile(tree / "Dockerfile")["global_args"]
     _edit(tree / "Dockerfile", f"TRITON_VERSION={args['TRITON_VERSION']}", "TRITON_VERSION=3.0.0")
     problems = compare(collect(tree))
-    assert any(p.startswith("triton:") and "Dockerfile: ==3.0.0" in p for p in problems), problems
+    assert any(p.startswith("triton:") and "Dockerfile (gpu): ==3.0.0" in p and "Dockerfile (cpu): ==3.0.0" in p
+               for p in problems), problems
+
+
+def test_compare_catches_dockerfile_cpu_torch_disagreement(tree):
+    args = read_dockerfile(tree / "Dockerfile")["stages"]["base-cpu"]["args"]
+    _edit(tree / "Dockerfile", f"TORCH_VERSION={args['TORCH_VERSION']}", "TORCH_VERSION=2.0.0")
+    problems = compare(collect(tree))
+    assert any(p.startswith("torch:") and "Dockerfile (cpu): ==2.0.0" in p for p in problems), problems
 
 
 def test_compare_catches_dockerfile_pip_pin(tree):
