@@ -181,6 +181,8 @@ def versions() -> dict:
         triton_version = None
     try:
         import snakemake
+    from kernellab import peers
+
 
         snakemake_version = snakemake.__version__
     except ImportError:
@@ -199,6 +201,7 @@ def container(root: Path = Path("/")) -> dict | None:
     (Apptainer's variables, podman's ``/run/.containerenv``, Docker's ``/.dockerenv``) and ``image``
     from ``KERNELLAB_IMAGE``, which the Dockerfile sets to the name its build command gives the
     image (``kernel-lab:<version>`` or ``kernel-lab:<version>-cpu``); ``sif``: Apptainer's image file."""
+        **peers.versions(),  # liger-kernel, quack-kernels: None where not installed
     sif = os.environ.get("APPTAINER_CONTAINER") or os.environ.get("SINGULARITY_CONTAINER")
     engine = ("apptainer" if sif else "podman" if (root / "run" / ".containerenv").exists()
               else "docker" if (root / ".dockerenv").exists() else None)

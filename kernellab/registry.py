@@ -4,7 +4,8 @@ Tests, Snakemake rules and the report all read this registry, so an implementati
 exists in exactly one place. A *family* (``gelu``, ``softmax``...) declares its inputs,
 its float64 reference and the bytes and FLOPs it must move and do; an *implementation*
 is one way to compute it (``torch_naive``, ``torch_fused``, ``cuda``, ``triton``,
-``compiled``), optionally one named *step* of an optimization ladder.
+``compiled``; ``liger`` and ``quack``, other libraries' kernels), optionally one named *step*
+of an optimization ladder.
 
 Implementation functions all take ``(out, *inputs, **params)`` and return the result
 tensor. Those that can write into ``out`` do so (the harness fills it with NaN first,
@@ -21,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-BACKENDS = ("torch", "cuda", "triton", "compile")
-IMPL_KINDS = ("torch_naive", "torch_fused", "cuda", "triton", "compiled", "compiled_max_autotune")
+# liger and quack: other libraries' kernels beside ours (kernellab.peers), each its own kind and backend
+BACKENDS = ("torch", "cuda", "triton", "compile", "liger", "quack")
+IMPL_KINDS = ("torch_naive", "torch_fused", "cuda", "triton", "compiled", "compiled_max_autotune", "liger", "quack")
 
 
 @dataclass(frozen=True)

@@ -876,15 +876,22 @@ def test_ladder_yaml_takes_a_finding_and_refuses_unknown_keys(tmp_path):
         registry.ladder_texts(tmp_path)
 
 
-def test_ours_against_pytorch_takes_the_fastest_of_each_side_at_every_common_shape(tmp_path):
-    """Per kernel and case: the fastest correct Triton or CUDA implementation against the fastest
-    correct PyTorch one (eager or compiled), at the largest shape both ran, with their share of
-    the survey's own ceiling; and the shapes where PyTorch was faster. Checked against the same
-    figures taken from summary.csv with pandas, after one of our cases is made to fail."""
-    import pandas as pd
-
+def _field(res):
     from kernellab.report.model import kernel_metric
-    from kernellab.report.summary import ours_vs_pytorch
+    from kernellab.report.summary import ours_vs_field
+
+    counts, shapes = ours_vs_field(res, {k: kernel_metric(res, k) for k in res.kernels()})
+    as_dicts = lambda t: [dict(zip(t.columns, r.cells, strict=True)) for r in t.rows]  # noqa: E731
+    return as_dicts(counts), as_dicts(shapes)
+
+
+def test_ours_against_the_field_takes_the_fastest_of_each_side_at_every_shape(tmp_path):
+    """Per kernel, case and shape: the fastest correct Triton or CUDA implementation beside the fastest
+    correct PyTorch one (eager or compiled), with their times and shares of the survey's own ceiling;
+    per kernel and case, the shapes where PyTorch was faster. Checked against the same figures taken
+    from summary.csv with pandas, after one of our cases is made to fail. A set without QuACK or
+    Liger rows shows them as missing."""
+    import pandas as pd
 
     root = tmp_path / "results"
     shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
@@ -898,24 +905,76 @@ def test_ours_against_pytorch_takes_the_fastest_of_each_side_at_every_common_sha
 
     res = load(root, "fake-gpu")
     annotate(res)
-    table = ours_vs_pytorch(res, {k: kernel_metric(res, k) for k in res.kernels()})
-    row = next(dict(zip(table.columns, r.cells, strict=True)) for r in table.rows
-               if r.cells[:2] == ["gelu", "fp32"])
+    counts, shapes = _field(res)
+    rows = {r["shape"]: r for r in shapes if (r["kernel"], r["case"]) == ("gelu", "fp32")}
 
     ok = df[(df["status"] == "ok") & (df["check_status"] == "ok") & (df["kernel"] == "gelu") & (df["dtype"] == "fp32")]
     ok = ok.assign(us=ok["median_us"].astype(float))
     side = ok["backend"].map(lambda b: "ours" if b in ("triton", "cuda") else "torch" if b in ("torch", "compile")
                              else "")
-    best = ok[side != ""].assign(side=side).sort_values("us").groupby(["numel", "side"]).head(1)
-    at = best[best["numel"] == best["numel"].max()].set_index("side")
+    best = ok[side != ""].assign(side=side).sort_values("us").groupby(["shape", "side"]).head(1)
     copy = json.loads((root / "fake-gpu" / "survey.json").read_text())["copy_gbps"]
-    assert row["largest shape"] == at.loc["ours", "shape"]
-    assert row["ours"] == at.loc["ours", "impl_key"] and row["PyTorch's best"] == at.loc["torch", "impl_key"]
-    assert row["PyTorch time / ours"] == f"{at.loc['torch', 'us'] / at.loc['ours', 'us']:.2f}×"
-    assert row["ours: % of survey ceiling"] == f"{100 * float(at.loc['ours', 'gbps']) / copy:.1f}%"
-    per_shape = best.pivot(index="numel", columns="side", values="us").dropna()
+    per_shape = best.pivot(index="shape", columns="side", values="us").dropna()
+    assert set(rows) == set(per_shape.index)
+    for shape, row in rows.items():
+        at = best[best["shape"] == shape].set_index("side")
+        assert row["ours"] == at.loc["ours", "impl_key"] and row["PyTorch's best"] == at.loc["torch", "impl_key"]
+        assert row["ours %"] == f"{100 * float(at.loc['ours', 'gbps']) / copy:.1f}%"
+        assert row["fastest other / ours"] == f"{at.loc['torch', 'us'] / at.loc['ours', 'us']:.2f}×"
+        assert row["QuACK µs"] == row["Liger µs"] == row["QuACK %"] == "–"
+    (count,) = [c for c in counts if (c["kernel"], c["case"]) == ("gelu", "fp32")]
     faster = int((per_shape["torch"] < per_shape["ours"]).sum())
-    assert row["shapes PyTorch is faster"] == f"{faster} of {len(per_shape)}"
+    assert count["shapes another is faster"] == f"{faster} of {len(per_shape)}"
+
+
+def test_ours_against_the_field_shows_quack_and_liger_and_counts_the_shapes_they_win(tmp_path):
+    """QuACK and Liger rows (a copy of torch_fused's at other times) stand beside ours at each shape,
+    each with its time and share of the ceiling; the counts name who was faster and where; a peer
+    row that failed its check is left out, and the report renders the section, in both formats."""
+    import pandas as pd
+
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
+    path = root / "fake-gpu" / "summary.csv"
+    df = pd.read_csv(path, keep_default_na=False)
+    gelu = df[(df["kernel"] == "gelu") & (df["dtype"] == "fp32") & (df["impl_key"] == "torch_fused")]
+    ours = df[(df["kernel"] == "gelu") & (df["dtype"] == "fp32") & df["backend"].isin(["triton", "cuda"])
+              & (df["status"] == "ok") & (df["check_status"] == "ok")]
+    ours_best = ours.assign(us=pd.to_numeric(ours["median_us"], errors="coerce")).groupby("shape")["us"].min()
+    shapes = sorted(gelu["shape"], key=int)
+    peers = []
+    for kind, factor in (("quack", 0.5), ("liger", 2.0)):  # QuACK at half our best time, Liger at twice
+        rows = gelu.copy()
+        rows["impl"] = rows["backend"] = rows["impl_key"] = kind
+        rows["median_us"] = [ours_best[s] * factor for s in rows["shape"]]
+        rows["gbps"] = pd.to_numeric(rows["bytes"]) / rows["median_us"] / 1e3
+        peers.append(rows)
+    peers[0].loc[peers[0]["shape"] == shapes[0], "check_status"] = "failed"  # QuACK wrong at the smallest
+    pd.concat([df, *peers]).to_csv(path, index=False)
+
+    res = load(root, "fake-gpu")
+    annotate(res)
+    counts, table = _field(res)
+    rows = {r["shape"]: r for r in table if (r["kernel"], r["case"]) == ("gelu", "fp32")}
+    copy = json.loads((root / "fake-gpu" / "survey.json").read_text())["copy_gbps"]
+    assert list(rows) == shapes
+    assert rows[shapes[0]]["QuACK µs"] == "–" and rows[shapes[0]]["fastest other / ours"] != "0.50×"
+    for s in shapes[1:]:
+        quack = ours_best[s] * 0.5
+        bytes_ = float(gelu[gelu["shape"] == s]["bytes"].iloc[0])
+        assert rows[s]["fastest other / ours"] == "0.50×"
+        assert rows[s]["QuACK %"] == f"{100 * bytes_ / quack / 1e3 / copy:.1f}%"
+        assert rows[s]["Liger %"] == f"{100 * bytes_ / (ours_best[s] * 2.0) / 1e3 / copy:.1f}%"
+    (count,) = [c for c in counts if (c["kernel"], c["case"]) == ("gelu", "fp32")]
+    assert count["shapes another is faster"] == f"{len(shapes) - 1} of {len(shapes)}"
+    assert count["faster there"] == f"quack ({len(shapes) - 1})"
+    assert count["lowest other / ours"].startswith("0.50× at ")
+
+    out = tmp_path / "out"
+    render(root, "fake-gpu", out)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "Our kernels against the field" in page and "QuACK µs" in page and "Liger %" in page
+    assert "Our kernels against the field" in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_ncu_bytes_are_read_against_the_byte_model():

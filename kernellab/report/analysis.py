@@ -24,7 +24,7 @@ from kernellab.report.model import (
 )
 from kernellab.report.outcomes import absences_table, failures_table
 from kernellab.report.overview import environment_table, hardware_table, method
-from kernellab.report.summary import geomean_table, ours_vs_pytorch, summary_table
+from kernellab.report.summary import geomean_table, ours_vs_field, summary_table
 from kernellab.report.tables import Table, kv_table
 from kernellab.report.views import KernelView, View
 
@@ -72,6 +72,7 @@ def build(res: Results, others: list[Results], workers: int = 1) -> View:
         extra.resources = resources_table(res_rest)
         kviews.append(extra)
     roof, roof_note = roofline_image(res)
+    field = ours_vs_field(res, metrics)
     env = res.environment
     config = env.get("config")
     try:
@@ -83,7 +84,8 @@ def build(res: Results, others: list[Results], workers: int = 1) -> View:
     except yaml.YAMLError:
         config_yaml = repr(config)
     versions = kv_table(
-        [(k, fmt.text(env.get(k)) or fmt.NA) for k in ("python", "torch", "triton", "cuda", "driver", "snakemake")],
+        [(k, fmt.text(env.get(k)) or fmt.NA)
+         for k in ("python", "torch", "triton", "cuda", "driver", "snakemake", "liger-kernel", "quack-kernels")],
         "software",
         "version",
     )
@@ -102,7 +104,8 @@ def build(res: Results, others: list[Results], workers: int = 1) -> View:
         absences=absences_table(res),
         summary=summary_table(res, metrics),
         geomean=geomean_table(res),
-        ours=ours_vs_pytorch(res, metrics),
+        ours=field[0],
+        ours_shapes=field[1],
         roofline=roof,
         roofline_note=roof_note,
         ceiling_notes=ceiling_notes(res),

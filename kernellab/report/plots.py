@@ -59,7 +59,8 @@ PALETTE = [
     "#31a354",
 ]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
-FIXED = {"torch_fused": "#000000", "torch_naive": "#7f7f7f"}
+# PyTorch's in black and grey; the other libraries' in colours of their own, outside the palette
+FIXED = {"torch_fused": "#000000", "torch_naive": "#7f7f7f", "quack": "#e7298a", "liger": "#a6761d"}
 
 
 @contextmanager

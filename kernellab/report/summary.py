@@ -111,28 +111,36 @@ def geomean_table(res: Results) -> Table:
 
 OURS = ("triton", "cuda")  # the lab's own kernels
 PYTORCH = ("torch", "compile")  # what PyTorch gives: its ops, fused or not, and torch.compile
+# The field beside ours, by side: PyTorch's best, then the other libraries (kernellab.peers)
+FIELD = (("torch", "PyTorch", PYTORCH), ("quack", "QuACK", ("quack",)), ("liger", "Liger", ("liger",)))
 
 
-def ours_vs_pytorch(res: Results, metrics: dict[str, str]) -> Table:
-    """Per kernel and case (dtype, parameters, mode): at every shape where both ran correctly,
-    the fastest of our own implementations (Triton, CUDA) against the fastest of PyTorch's
-    (its ops, torch.compile). The row gives both at the largest such shape, with their share of
-    the survey's ceiling, and every shape where PyTorch was faster."""
-    t = Table(
-        [
-            "kernel",
-            "case",
-            "largest shape",
-            "ours",
-            "ours: % of survey ceiling",
-            "PyTorch's best",
-            "PyTorch: % of survey ceiling",
-            "PyTorch time / ours",
-            "shapes PyTorch is faster",
-            "lowest PyTorch / ours",
-        ],
-        numeric=[False, False, False, False, True, False, True, True, True, False],
+def _side(backend: str) -> str:
+    if backend in OURS:
+        return "ours"
+    return next((side for side, _title, backends in FIELD if backend in backends), "")
+
+
+def ours_vs_field(res: Results, metrics: dict[str, str]) -> tuple[Table, Table]:
+    """Our fastest correct kernel (Triton, CUDA, any step) against the field: PyTorch's fastest
+    (its ops, torch.compile), QuACK and Liger-Kernel, per kernel, case (dtype, parameters, mode) and
+    shape, each as its median time and its share of the survey's ceiling.
+
+    Returns (per-case counts, per-shape table). A shape is listed where ours and at least one of
+    the field ran correctly; the counts give, per kernel and case, the shapes where one of the
+    field was faster than ours, and which."""
+    counts = Table(
+        ["kernel", "case", "shapes", "shapes another is faster", "faster there", "lowest other / ours"],
+        numeric=[False, False, True, True, False, False],
     )
+    columns = ["kernel", "case", "shape", "ours", "ours µs", "ours %"]
+    numeric = [False, False, False, False, True, True]
+    for side, title, _backends in FIELD:
+        columns += ([f"{title}'s best"] if side == "torch" else []) + [f"{title} µs", f"{title} %"]
+        numeric += ([False] if side == "torch" else []) + [True, True]
+    columns.append("fastest other / ours")
+    numeric.append(True)
+    shapes = Table(columns, numeric=numeric)
     for kernel in sorted({r["kernel"] for r in res.summary}):
         rows = [r for r in res.summary if r["kernel"] == kernel and r["valid"]]
         metric = metrics[kernel]
@@ -140,32 +148,39 @@ def ours_vs_pytorch(res: Results, metrics: dict[str, str]) -> Table:
         for pk in sorted({_panel_key(r) for r in rows}):
             best: dict[str, dict[str, dict]] = {}  # shape -> side -> fastest row
             for r in rows:
-                side = "ours" if r["backend"] in OURS else "torch" if r["backend"] in PYTORCH else ""
+                side = _side(r["backend"])
                 if side and _panel_key(r) == pk:  # valid rows: a finite time
                     held = best.setdefault(r["shape"], {}).get(side)
                     if held is None or r["median_us"] < held["median_us"]:
                         best[r["shape"]][side] = r
-            both = sorted((s for s, b in best.items() if len(b) == 2),
-                          key=lambda s: shape_sort_key(s, best[s]["ours"]["numel"]))
-            if not both:
+            listed = sorted((s for s, b in best.items() if "ours" in b and len(b) > 1),
+                            key=lambda s: shape_sort_key(s, best[s]["ours"]["numel"]))
+            if not listed:
                 continue
-            ratios = {s: best[s]["torch"]["median_us"] / best[s]["ours"]["median_us"] for s in both}
-            ahead = [s for s in both if ratios[s] < 1]
-            low = min(both, key=ratios.__getitem__)  # the smallest shape among equal ratios: both is in shape order
-            top = best[both[-1]]
-            t.add(
-                [
-                    kernel,
-                    _panel_label(pk, multi_mode),
-                    both[-1],
-                    top["ours"]["impl_key"],
-                    fmt.pct(pct_of_survey(top["ours"], metric, res.survey)),
-                    top["torch"]["impl_key"],
-                    fmt.pct(pct_of_survey(top["torch"], metric, res.survey)),
-                    fmt.ratio(ratios[both[-1]]),
-                    f"{len(ahead)} of {len(both)}",
-                    f"{fmt.ratio(ratios[low])} at {low}",
-                ],
-                "warn" if ratios[both[-1]] < 1 else "good" if not ahead else "",
+            label = _panel_label(pk, multi_mode)
+            ratios, fastest = {}, {}
+            for s in listed:
+                ours = best[s]["ours"]
+                other = min((r for side, r in best[s].items() if side != "ours"), key=lambda r: r["median_us"])
+                ratios[s], fastest[s] = other["median_us"] / ours["median_us"], other["impl_key"]
+                cells = [kernel, label, s, ours["impl_key"], fmt.us(ours["median_us"]),
+                         fmt.pct(pct_of_survey(ours, metric, res.survey))]
+                for side, _title, _backends in FIELD:
+                    r = best[s].get(side)
+                    cells += ([r["impl_key"] if r else fmt.NA] if side == "torch" else []) + [
+                        fmt.us(r["median_us"]) if r else fmt.NA,
+                        fmt.pct(pct_of_survey(r, metric, res.survey)) if r else fmt.NA]
+                cells.append(fmt.ratio(ratios[s]))
+                shapes.add(cells, "warn" if ratios[s] < 1 else "")
+            ahead = [s for s in listed if ratios[s] < 1]
+            by: dict[str, int] = {}
+            for s in ahead:
+                by[fastest[s]] = by.get(fastest[s], 0) + 1
+            low = min(listed, key=ratios.__getitem__)  # the smallest shape among equal ratios: listed is in shape order
+            counts.add(
+                [kernel, label, str(len(listed)), f"{len(ahead)} of {len(listed)}",
+                 ", ".join(f"{k} ({n})" for k, n in sorted(by.items())) or "none",
+                 f"{fmt.ratio(ratios[low])} at {low} ({fastest[low]})"],
+                "warn" if ahead else "good",
             )
-    return t
+    return counts, shapes

@@ -124,7 +124,8 @@ class View:
     absences: Table
     summary: Table
     geomean: Table
-    ours: Table  # our fastest kernel against PyTorch's, per kernel and case
+    ours: Table  # per kernel and case: the shapes where one of the field beat our fastest kernel
+    ours_shapes: Table  # per kernel, case and shape: our fastest beside PyTorch's, QuACK's and Liger's
     roofline: Image | None
     roofline_note: str
     kernels: list[KernelView]

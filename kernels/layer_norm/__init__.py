@@ -20,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernellab import peers
 from kernellab.kit import (
     chunk_loop_configs,
     compiled,
@@ -354,6 +355,24 @@ def layer_norm_cuda(variant: str):
     return run
 
 
+# The field (kernellab.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
+_liger_layer_norm = peers.entry(peers.LIGER, "liger_kernel.ops.layer_norm", "layer_norm_forward")
+_quack_layer_norm = peers.entry(peers.QUACK, "quack.rmsnorm", "layernorm_fwd")  # QuACK's is in its RMSNorm module
+_quack_w32, _quack_b32 = peers.Fp32Copy(), peers.Fp32Copy()
+
+
+def layer_norm_liger(x, w, b):
+    """Returns (y, x, mean, rstd, block, warps)."""
+    return _liger_layer_norm(x, w, b, EPS)[0]
+
+
+def layer_norm_quack(x, w, b):
+    """QuACK's layer norm takes float32 weight and bias only: cast once, as a model keeps them, not
+    in every timed call (``peers.Fp32Copy``); the bf16 case reads 4-byte parameters, 2 x cols
+    bytes more than the byte model's, a 1e-4 share of the traffic at 4096 rows."""
+    return _quack_layer_norm(x, _quack_w32(w), _quack_b32(b), eps=EPS)
+
+
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 
@@ -444,3 +463,5 @@ for step, kernel, grouped, meta, spec, spec_meta in (
     FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_loop(kernel, grouped, **meta), step=step,
                     ladder="triton_loop", triton_kernels=(kernel,),
                     compile_specs=loop_specs(*spec, grouped, **meta, **spec_meta)))
+FAMILY.add(Impl("layer_norm", "liger", "liger", returns_new(layer_norm_liger)))
+FAMILY.add(Impl("layer_norm", "quack", "quack", returns_new(layer_norm_quack)))

@@ -142,6 +142,10 @@ FAMILY.add(Impl("matmul", "compiled", "compile", compiled(matmul_naive)))
 # harness reports graph replays of every implementation separately (graph_us).
 FAMILY.add(Impl("matmul", "compiled_max_autotune", "compile",
                 compiled(matmul_naive_max_autotune, mode="max-autotune-no-cudagraphs")))
+# No QuACK here (kernellab.peers): its GEMM (quack.gemm_interface.gemm, 0.6.5) takes fp16, bf16 and
+# fp8 operands only, not our fp32 or tf32 (GemmSm90.is_valid_dtypes), and loads them by TMA, which
+# needs 16-byte row strides: the check shape 127x129x65 (K = 65) is not one. Its autotuner also
+# compiles a CuTe kernel per config at each new shape. cuBLAS (torch_fused) is the GEMM to beat.
 
 # The CUDA SGEMM ladder (fp32, TF32 off): siboehm's "How to optimize a CUDA matmul
 # kernel for cuBLAS-like performance" kernels 1-10, re-measured on the H200; one .cu file

@@ -19,6 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernellab import peers
 from kernellab.kit import (
     chunk_loop_configs,
     compiled,
@@ -151,6 +152,22 @@ def rms_norm_cuda(variant: str):
     return run
 
 
+# The field (kernellab.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
+_liger_rms_norm = peers.entry(peers.LIGER, "liger_kernel.ops.rms_norm", "rms_norm_forward")
+_quack_rms_norm = peers.entry(peers.QUACK, "quack.rmsnorm", "rmsnorm_fwd")
+
+
+def rms_norm_liger(x, w):
+    """Offset 0 (w, not 1 + w); "llama" casting, LigerRMSNorm's default: rstd in fp32, x * rstd
+    rounded to x's dtype, then times w. Returns (y, x, rstd, block, warps, casting mode)."""
+    return _liger_rms_norm(x, w, EPS, 0.0, "llama", None)[0]
+
+
+def rms_norm_quack(x, w):
+    """Returns (y, residual out, rstd); the last two unused here."""
+    return _quack_rms_norm(x, w, eps=EPS)[0]
+
+
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 
@@ -222,3 +239,5 @@ for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "sta
                     cuda_kernels=(f"rms_norm_{kernel}",)))
 FAMILY.add(Impl("rms_norm", "triton", "triton", rms_norm_wide_loop, step="wide", ladder="triton_loop",
                 triton_kernels=(rms_norm_wide,), compile_specs=wide_specs))
+FAMILY.add(Impl("rms_norm", "liger", "liger", returns_new(rms_norm_liger)))
+FAMILY.add(Impl("rms_norm", "quack", "quack", returns_new(rms_norm_quack)))

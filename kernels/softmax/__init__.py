@@ -21,6 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernellab import peers
 from kernellab.kit import (
     compiled,
     cuda_op,
@@ -149,6 +150,20 @@ def softmax_autotuned(out, x):
     return out
 
 
+# The field (kernellab.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
+_liger_softmax = peers.entry(peers.LIGER, "liger_kernel.ops.softmax", "_softmax_forward")
+_quack_softmax = peers.entry(peers.QUACK, "quack.softmax", "softmax_fwd")
+
+
+def softmax_liger(x):
+    """Liger's forward (LigerSoftmaxFunction's); returns (y, block, warps, multi-block launch)."""
+    return _liger_softmax(x)[0]
+
+
+def softmax_quack(x):
+    return _quack_softmax(x)
+
+
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 
@@ -228,3 +243,5 @@ FAMILY.add(Impl(
     "softmax", "triton", "triton", softmax_autotuned, step="autotuned", ladder="softmax",
     triton_kernels=(softmax_tuned,), compile_specs=autotuned_specs,
 ))
+FAMILY.add(Impl("softmax", "liger", "liger", returns_new(softmax_liger)))
+FAMILY.add(Impl("softmax", "quack", "quack", returns_new(softmax_quack)))
