@@ -173,6 +173,8 @@ def config_hash(config: dict) -> str:
 def versions() -> dict:
     import torch
 
+    from kernellab import peers
+
     try:
         import triton
 
@@ -181,8 +183,6 @@ def versions() -> dict:
         triton_version = None
     try:
         import snakemake
-    from kernellab import peers
-
 
         snakemake_version = snakemake.__version__
     except ImportError:
@@ -193,6 +193,7 @@ def versions() -> dict:
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
         "snakemake": snakemake_version,
+        **peers.versions(),  # liger-kernel, quack-kernels: None where not installed
     }
 
 
@@ -201,7 +202,6 @@ def container(root: Path = Path("/")) -> dict | None:
     (Apptainer's variables, podman's ``/run/.containerenv``, Docker's ``/.dockerenv``) and ``image``
     from ``KERNELLAB_IMAGE``, which the Dockerfile sets to the name its build command gives the
     image (``kernel-lab:<version>`` or ``kernel-lab:<version>-cpu``); ``sif``: Apptainer's image file."""
-        **peers.versions(),  # liger-kernel, quack-kernels: None where not installed
     sif = os.environ.get("APPTAINER_CONTAINER") or os.environ.get("SINGULARITY_CONTAINER")
     engine = ("apptainer" if sif else "podman" if (root / "run" / ".containerenv").exists()
               else "docker" if (root / ".dockerenv").exists() else None)
