@@ -10,7 +10,10 @@ min_version("9.0")
 
 # the default config, unless the command line names config files: those replace it (merged in
 # their order), in this process and in each cluster job alike (a cluster job is not told
-# --replace-workflow-config, so a merge with the default would give it other kernels)
+# --replace-workflow-config, so a merge with the default would give it other kernels). The
+# settings a file leaves out are the schema's defaults, which are the default config's: a file
+# naming only your family is measured as the default config is, in a set of its own
+# (kernellab.config.narrow)
 if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
@@ -44,6 +47,11 @@ onerror:
 
 
 onsuccess:
-    from kernellab.run_summary import run_summary
+    from kernellab import registry
+    from kernellab.run_summary import finish
 
-    print(run_summary(config["results"], SETS), file=sys.stderr)
+    # after publishing: a case that failed or raised, or a family skipped at load, ends the run
+    # with exit status 1 (Snakemake's CLI lets SystemExit through, its locks released)
+    status = finish(config["results"], SETS, registry.load_errors())
+    if status:
+        sys.exit(status)

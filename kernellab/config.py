@@ -87,11 +87,71 @@ def validate_schema(config: dict) -> dict:
     from snakemake.utils import validate
 
     coerce_scalars(config)
+    kernels = config.get("kernels")
+    if kernels is not None and not isinstance(kernels, dict):
+        # `--config kernels=[silu]` replaces the cases of every family: say how to pick some
+        names = ", ".join(map(str, kernels)) if isinstance(kernels, list) else str(kernels)
+        raise ConfigError(f"kernels: {kernels!r} would replace the config's families and their cases; to "
+                          f"measure some of them, name them with only: --config only=[{names}]")
     message = schema_error(config)
     if message:
         raise ConfigError(message)
     validate(config, str(SCHEMA), set_default=True)
     return config
+
+
+DEFAULT_CONFIG = SCHEMA.parents[2] / "config" / "config.yaml"
+LABEL_MAX = 40  # characters of a set's label made of family names, beyond which a hash stands for the rest
+
+
+def default_families() -> set[str]:
+    """The families of the default config (config/config.yaml): what a full set holds."""
+    import yaml
+
+    return set((yaml.safe_load(DEFAULT_CONFIG.read_text()) or {}).get("kernels") or {})
+
+
+def narrow(config: dict, configfiles=()) -> dict:
+    """Apply ``only`` (the families of the config this run measures) and name the run's set.
+
+    A set named after the hardware alone holds every family of the default config (and any
+    of the user's beside them). A run of fewer families is given, unless ``label`` names it,
+    the label of what narrowed it: the families of ``only``, else the config files' names
+    (``--configfile my-config.yaml``: ``my-config``), else its families. So a partial run never
+    replaces the full set, and a config file keeps its set when a family is added to it."""
+    kernels = config["kernels"]
+    only = list(config.get("only") or [])
+    unknown = [k for k in only if k not in kernels]
+    if unknown:
+        raise ConfigError(f"only: {', '.join(map(repr, unknown))} not among the config's kernels "
+                          f"({', '.join(sorted(kernels))}); a family of yours also needs its cases under kernels")
+    if only:
+        config["kernels"] = {k: v for k, v in kernels.items() if k in only}
+    if not config.get("label") and not default_families() <= set(config["kernels"]):
+        files = [Path(f) for f in configfiles if Path(f).resolve() != DEFAULT_CONFIG]
+        names = sorted(only) or [f.stem for f in files] or sorted(config["kernels"])
+        config["label"] = _label("-".join(names))
+    return config
+
+
+def _label(text: str) -> str:
+    """``text`` as a set label ([a-z0-9-]), at most LABEL_MAX characters (a hash ends a longer one)."""
+    import hashlib
+    import re
+
+    label = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if len(label) > LABEL_MAX:
+        label = label[:LABEL_MAX - 9].rstrip("-") + "-" + hashlib.sha256(label.encode()).hexdigest()[:8]
+    return label
+
+
+def job_kernel_dirs(kernel_dirs: list[str], folders) -> list[str]:
+    """The kernel directories a job loads for the families in ``folders``: ``kernel_dirs`` up to
+    the last one holding one of them (a family may import from an earlier directory's). Adding a
+    directory after them does not change what such a job loads, so it does not rerun it."""
+    parents = {str(Path(f).parent) for f in folders}
+    last = max((i for i, d in enumerate(kernel_dirs) if str(d) in parents), default=len(kernel_dirs) - 1)
+    return list(kernel_dirs[:last + 1])
 
 
 def _check_one_shape(fam, key: str, value) -> None:

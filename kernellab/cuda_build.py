@@ -134,10 +134,17 @@ def family_sources(dirs=None) -> dict[str, dict[str, list[Path]]]:
 
     out = {}
     for name, folder in registry.family_folders(registry.kernel_dirs(dirs)).items():
-        cu = sorted(folder.rglob("*.cu"))
-        if cu:
-            out[name] = {"cu": cu, "bindings": sorted(folder.rglob(BINDING))}
+        if found := folder_sources(folder):
+            out[name] = found
     return out
+
+
+def folder_sources(folder: str | os.PathLike) -> dict[str, list[Path]] | None:
+    """{"cu": the .cu files, "bindings": the binding.cpp files} of one family folder and its
+    subfolders, or None where it holds no CUDA."""
+    folder = Path(folder)
+    cu = sorted(folder.rglob("*.cu"))
+    return {"cu": cu, "bindings": sorted(folder.rglob(BINDING))} if cu else None
 
 
 def sources(dirs=None) -> list[Path]:
@@ -200,18 +207,25 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def find_library(build_dir: str | os.PathLike) -> Path | None:
-    """The newest kernellab_cuda*.so directly in ``build_dir``."""
-    found = sorted(Path(build_dir).glob(f"{LIBRARY_STEM}*.so"), key=lambda p: p.stat().st_mtime)
+def find_library(build_dir: str | os.PathLike, stem: str = LIBRARY_STEM) -> Path | None:
+    """The newest <stem>*.so directly in ``build_dir``."""
+    found = sorted(Path(build_dir).glob(f"{stem}*.so"), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
 
 
+def library_stem(family: str) -> str:
+    """The library of one family's CUDA: a name of its own, so that the libraries of several
+    families load side by side in one process."""
+    return f"{LIBRARY_STEM}_{family}"
+
+
 def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600, dirs=None,
-                    skip: dict[str, str] | None = None) -> dict:
+                    skip: dict[str, str] | None = None, folder: str | os.PathLike | None = None) -> dict:
     """Build the extension into ``out_dir`` (library, ``build.log``, objects under ``tmp/``).
 
     Every family folder of ``dirs`` with CUDA sources goes in, except those of ``skip``
-    (family -> why: sources that did not compile), which ``families_failed`` records.
+    (family -> why: sources that did not compile), which ``families_failed`` records; with
+    ``folder``, only that family's, as a library of its own (``library_stem``).
     Returns ``{"status": "ok", "library": <file name relative to out_dir>, ...}``,
     ``{"status": "unavailable", "reason": ...}`` without a CUDA torch or nvcc, or
     ``{"status": "error", "reason": <last lines of the log>}``; never raises for those.
@@ -231,11 +245,17 @@ def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600, di
     if info["arch"].startswith("invalid"):
         return {**info, "status": "error", "reason": info["arch"]}
 
-    families = {k: v for k, v in family_sources(dirs).items() if k not in skip}
+    if folder is not None:
+        own = folder_sources(folder)
+        families, stem = ({Path(folder).name: own} if own else {}), library_stem(Path(folder).name)
+    else:
+        families, stem = family_sources(dirs), LIBRARY_STEM
+    families = {k: v for k, v in families.items() if k not in skip}
     if not families:
         return {**info, "status": "unavailable", "reason": "no family with CUDA sources compiles"}
     manifest = out / "sources.json"
     manifest.write_text(json.dumps({
+        "name": stem,
         "sources": [str(f) for fam in families.values() for f in fam["cu"] + fam["bindings"]],
         "include_dirs": [str(d) for fam in families.values() for f in fam["cu"] for d in include_dirs(f)],
     }, indent=1))
@@ -262,9 +282,9 @@ def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600, di
         return {**info, "status": "error", "reason": f"build timed out after {timeout} s\n{_tail(log)}"}
     if rc != 0:
         return {**info, "status": "error", "reason": f"setup.py exited with {rc}:\n{_tail(log)}"}
-    lib = find_library(out)
+    lib = find_library(out, stem)
     if lib is None:
-        return {**info, "status": "error", "reason": f"setup.py succeeded but no {LIBRARY_STEM}*.so in {out}"}
+        return {**info, "status": "error", "reason": f"setup.py succeeded but no {stem}*.so in {out}"}
     return {**info, "status": "ok", "reason": "", "library": lib.name}
 
 
@@ -386,7 +406,7 @@ def compile_cubins(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH, jobs: i
 
 
 def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH,
-                    jobs: int | None = None, dirs=None) -> ResourceReport:
+                    jobs: int | None = None, dirs=None, files: list[Path] | None = None) -> ResourceReport:
     """Registers, spills, stack frame, shared and constant memory of every kernel.
 
     Compiles each .cu with ``nvcc -cubin -arch=sm_<arch> -Xptxas -v`` (no GPU needed), writes
@@ -399,7 +419,7 @@ def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH,
     out.mkdir(parents=True, exist_ok=True)
     report = ResourceReport()
     try:
-        results = compile_cubins(out, arch, jobs, files=sources(dirs))
+        results = compile_cubins(out, arch, jobs, files=sources(dirs) if files is None else files)
     except ToolNotFound as exc:
         report.reason = str(exc)
         (out / "ptxas.txt").write_text(f"# {report.reason}\n")

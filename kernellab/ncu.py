@@ -63,12 +63,15 @@ L2_SECTOR_BYTES = 32
 MARKER = "spin_kernel"
 
 
-def command(steps: list[tuple[str, str, str, str]], build_json: str, status_json: str,
+def command(steps: list[tuple[str, str, str, str]], build_json: str | list[str], status_json: str,
             kernel_dirs: list[str] | None = None) -> list[str]:
-    """``steps``: (kernel, impl_key, dtype, shape) of each step, in profiling order."""
+    """``steps``: (kernel, impl_key, dtype, shape) of each step, in profiling order;
+    ``build_json``: the families' build.json files (one per family with CUDA)."""
     from kernellab import registry
 
     dirs = os.pathsep.join(str(d) for d in registry.kernel_dirs(kernel_dirs))
+    if not isinstance(build_json, str):
+        build_json = os.pathsep.join(map(str, build_json))
     return [
         "ncu", "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
         # base units: bytes as bytes and times in ns, never rescaled per value
@@ -133,7 +136,7 @@ def split_steps(per_kernel: pd.DataFrame, n_steps: int) -> list[pd.DataFrame]:
     return [kernels[group[~is_marker] == i] for i in range(n_steps)]
 
 
-def profile_steps(steps: list[tuple[str, str, str, str]], build_json: str, timeout_s: float,
+def profile_steps(steps: list[tuple[str, str, str, str]], build_json: str | list[str], timeout_s: float,
                   kernel_dirs: list[str] | None = None) -> list[dict]:
     """Profile ``steps`` ((kernel, impl_key, dtype, shape) of each) in one session: one record
     per step."""

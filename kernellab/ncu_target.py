@@ -1,8 +1,9 @@
 """The process ncu profiles: each step warmed up, then one call in an NVTX range.
 
-``python -m kernellab.ncu_target BUILD_JSON STATUS_JSON KERNEL_DIRS KERNEL:IMPL_KEY:DTYPE:SHAPE ...``
+``python -m kernellab.ncu_target BUILD_JSONS STATUS_JSON KERNEL_DIRS KERNEL:IMPL_KEY:DTYPE:SHAPE ...``
 
-(KERNEL_DIRS: the kernel folders joined by ``os.pathsep``.)
+(BUILD_JSONS: the families' build.json files, KERNEL_DIRS: the kernel folders, each joined by
+``os.pathsep``.)
 
 Inside each step's range a marker kernel (``torch.cuda._sleep``) runs first, so the
 profiled kernels can be told apart by step (``ncu.split_steps``). A step that raises
@@ -24,7 +25,7 @@ def main(argv: list[str]) -> int:
     from kernellab.ncu import RANGE
 
     device = runtime.setup()
-    cuda_ext.configure(build_json)
+    cuda_ext.configure(build_json.split(os.pathsep))
     import torch
 
     registry.load(kernel_dirs.split(os.pathsep))

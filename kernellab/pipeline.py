@@ -127,34 +127,66 @@ def survey(out_json: str) -> dict:
     return data
 
 
-def build_cuda(out_json: str, resources_csv: str, kernel_dirs: list[str] | None = None) -> dict:
-    """Compile every family's CUDA sources on their own (registers, spills; a family whose
-    sources fail is named and left out) while the extension builds from all of them; when a
-    family failed, the extension is built again without it."""
+RESOURCE_COLUMNS = ["file", "kernel", "registers", "spill_stores_bytes", "spill_loads_bytes", "stack_frame_bytes",
+                    "smem_bytes", "cmem_bytes"]
+
+
+def build_cuda(out_json: str, resources_csv: str, folder: str) -> dict:
+    """Build one family's CUDA (the folder's .cu files and binding.cpp) as a library of its own,
+    while each .cu compiles on its own for its registers and spills; a family whose sources do
+    not compile is named, and its CUDA implementations say so (no library is built)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kernellab import cuda_build
 
     out_dir = Path(out_json).parent
+    family = Path(folder).name
+    files = (cuda_build.folder_sources(folder) or {}).get("cu", [])
     # both are nvcc processes on their own threads: side by side they take about the longer's time
     with ThreadPoolExecutor(1) as pool:
-        report = pool.submit(cuda_build.resource_report, out_dir, dirs=kernel_dirs)
-        info = cuda_build.build_extension(out_dir, dirs=kernel_dirs)
+        report = pool.submit(cuda_build.resource_report, out_dir, files=files)
+        info = cuda_build.build_extension(out_dir, folder=folder)
         rows = report.result()
-    for family, why in rows.failures.items():
-        log.error("build_cuda: family %s left out of the extension: %s", family, why)
+    for why in rows.failures.values():
+        log.error("build_cuda: %s left out: %s", family, why)
         print(f"kernellab: CUDA of family {family!r} left out: {why}", file=sys.__stderr__)
     if rows.failures:
-        info = cuda_build.build_extension(out_dir, dirs=kernel_dirs, skip=rows.failures)
-    write_csv(resources_csv, rows, columns=["file", "kernel", "registers", "spill_stores_bytes",
-                                            "spill_loads_bytes", "stack_frame_bytes", "smem_bytes", "cmem_bytes"])
-    cuda_build.write_build_json(out_dir, info)
-    log.info("build_cuda: %s %s", info.get("status"), info.get("reason", ""))
+        info = cuda_build.build_extension(out_dir, folder=folder, skip=rows.failures)
+    write_csv(resources_csv, rows, columns=RESOURCE_COLUMNS)
+    cuda_build.write_build_json(out_dir, {**info, "family": family})
+    log.info("build_cuda %s: %s %s", family, info.get("status"), info.get("reason", ""))
     return info
 
 
-def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_csv: str, samples_json: str,
-            autotune_csv: str) -> None:
+def cuda_resources(family_csvs: list[str], out_csv: str) -> None:
+    """The set's build/resources.csv: every family's registers, spills and shared memory."""
+    import csv
+
+    rows = []
+    for path in family_csvs:
+        with open(path, newline="") as fh:
+            rows += list(csv.DictReader(fh))
+    write_csv(out_csv, rows, columns=RESOURCE_COLUMNS)
+
+
+def build_summary(build_jsons: list[str]) -> dict:
+    """The families' CUDA builds as environment.json's one ``cuda_build`` record: ok when every
+    family with CUDA built, else the first other status, with each family's reason (once when
+    they all share it, as a CPU-only torch's)."""
+    builds = {Path(p).parent.name: read_json(p) for p in build_jsons if Path(p).exists()}
+    if not builds:
+        return {"status": "none", "reason": "no family with CUDA sources", "nvcc": None, "arch": None}
+    bad = {k: b for k, b in builds.items() if b.get("status") != "ok"}
+    reasons = {b.get("reason", "") for b in bad.values()}
+    reason = (reasons.pop() if len(reasons) == 1 and len(bad) > 1
+              else "; ".join(f"{k}: {b.get('reason', '')}" for k, b in sorted(bad.items())))
+    first = next(iter(builds.values()))
+    return {"status": next((b["status"] for b in bad.values()), "ok"), "reason": reason, "nvcc": first.get("nvcc"),
+            "arch": first.get("arch"), "families": {k: b.get("status") for k, b in sorted(builds.items())}}
+
+
+def measure(config: dict, kernel: str, build_json: str | list[str] | None, check_csv: str, bench_csv: str,
+            samples_json: str, autotune_csv: str) -> None:
     """Autotuning, correctness checks and benchmarks of one family: each implementation
     is tuned (Triton), checked and benchmarked in one worker, so each compile happens once."""
     from kernellab.harness import CHECK_COLUMNS, measure_family
@@ -190,7 +222,8 @@ def measure(config: dict, kernel: str, build_json: str, check_csv: str, bench_cs
              len(checks), len(bad), len(rows))
 
 
-def profile(config: dict, kernels: list[str], build_json: str, out_csvs: list[str], trace_dirs: list[str]) -> None:
+def profile(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[str],
+            trace_dirs: list[str]) -> None:
     """torch.profiler's top kernels of every implementation of the families, at each
     family's profile shape, with a Chrome trace each. One worker runs them all (the
     profiler's start-up, CUPTI, costs seconds per process); a crash costs only the
@@ -237,9 +270,9 @@ def profile(config: dict, kernels: list[str], build_json: str, out_csvs: list[st
                                           "pct"])
 
 
-def ptx(config: dict, kernels: list[str], build_json: str, out_indexes: list[str]) -> None:
+def ptx(config: dict, kernels: list[str], build_json: list[str], out_indexes: list[str]) -> None:
     """Cross-compile every Triton kernel of the families, take every CUDA kernel's PTX and cubin
-    from build_cuda (beside ``build_json``), and pick out the evidence.
+    from build_cuda (beside each family's build.json in ``build_json``), and pick out the evidence.
 
     Compiling is CPU work (the GPU stays idle: nothing runs), so it is spread over one
     pool of forked processes for all families, one task per Triton implementation and
@@ -273,8 +306,9 @@ def ptx(config: dict, kernels: list[str], build_json: str, out_indexes: list[str
     workers = int((config.get("ptx") or {}).get("workers") or min(16, len(os.sched_getaffinity(0))))
     workers = max(1, min(workers, len(tasks)))
     t0 = time.perf_counter()
-    build_dir = Path(build_json).parent
-    got = isolate.forked_map(ptxmod.timed_entries_for, [(*tasks[i], arch, build_dir) for i in first], workers)
+    build_dirs = {Path(b).parent.name: Path(b).parent for b in build_json}
+    got = isolate.forked_map(ptxmod.timed_entries_for,
+                             [(*tasks[i], arch, build_dirs.get(tasks[i][0])) for i in first], workers)
     done: dict[int, tuple[float, list[dict]]] = dict(zip(first, got, strict=True))
     entries = {kernel: [] for kernel in kernels}
     took = []
@@ -297,7 +331,7 @@ def _gpu_arch() -> int:
     return Monitor().compute_capability() or 90
 
 
-def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) -> None:
+def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[str]) -> None:
     """Nsight Compute on every ladder step of the families, each at its ladder's shape and
     dtype, and on each family's ``ncu_cases`` (ladder and step empty), in one ncu session; one
     table per family, each row with the family's byte model beside the bytes DRAM moved."""
@@ -337,7 +371,7 @@ def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) 
     else:
         t0 = time.perf_counter()
         got = profile_steps([(b["kernel"], b["impl_key"], b["dtype"], b["shape"]) for b in bases],
-                            str(Path(build_json).resolve()), float(nc.get("timeout_s", 180)),
+                            [str(Path(b).resolve()) for b in build_json], float(nc.get("timeout_s", 180)),
                             config.get("kernel_dirs"))
         log.info("ncu: %d steps of %s in %.1f s", len(bases), ", ".join(ladders), time.perf_counter() - t0)
     rows = [{**b, **g} for b, g in zip(bases, got, strict=True)]
@@ -349,15 +383,15 @@ def ncu(config: dict, kernels: list[str], build_json: str, out_csvs: list[str]) 
 
 
 def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],
-              ptx_indexes: list[str], build_json: str, out_summary: str, out_ladders: str, out_env: str,
+              ptx_indexes: list[str], build_json: list[str], out_summary: str, out_ladders: str, out_env: str,
               command: str) -> None:
     from kernellab import aggregate as agg
     from kernellab.cases import plans
 
+    prune_stage(Path(out_summary).parent, config["kernels"])
     survey = read_json(survey_json)
     env = agg.environment(survey, config, ROOT, run_id=_run_id(survey, config), command=command)
-    build = read_json(build_json) if Path(build_json).exists() else {}
-    env["cuda_build"] = {k: build.get(k) for k in ("status", "reason", "nvcc", "arch")}
+    env["cuda_build"] = build_summary(build_json)
     fams = families(config)
     bounds = {k: f.bound for k, f in fams.items()}
     bench = agg._read_csvs(bench_csvs)
@@ -376,6 +410,38 @@ def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: lis
     env["cases_ok"] = int(((summary["status"] == "ok") & (summary["check_status"] == "ok")).sum())
     env["target"] = target_of(config)
     write_json(out_env, env)
+
+
+# a family's files in a staging set (FAMILY: its name); the report reads these folders whole
+FAMILY_FILES = ("bench/FAMILY.csv", "bench/FAMILY.samples.json.gz", "check/FAMILY.csv", "autotune/FAMILY.csv",
+                "profile/FAMILY.csv", "profile/FAMILY", "ptx/FAMILY", "ncu/FAMILY.csv", "build/FAMILY",
+                "logs/measure/FAMILY.log", "logs/build_cuda/FAMILY.log", "report-FAMILY.md")
+
+
+def prune_stage(stage: str | os.PathLike, kernels) -> list[str]:
+    """Remove from a staging set the files of every family that this run does not measure (one
+    an earlier run of the set measured, or one that failed to load): its report and the
+    published set show this run's families only. Returns the families removed."""
+    stage = Path(stage)
+    found = set()
+    for pattern in FAMILY_FILES:
+        folder, name = os.path.split(pattern)
+        prefix, suffix = name.split("FAMILY")
+        for p in (stage / folder).glob(name.replace("FAMILY", "*")):
+            family = p.name.removeprefix(prefix).removesuffix(suffix)
+            if family.isidentifier() and (suffix or p.is_dir()):  # build/resources.csv is no family
+                found.add(family)
+    stale = sorted(found - set(kernels))
+    for family in stale:
+        for pattern in FAMILY_FILES:
+            p = stage / pattern.replace("FAMILY", family)
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+    if stale:
+        log.info("staging set %s: files of %s removed (not measured by this run)", stage, ", ".join(stale))
+    return stale
 
 
 def _run_id(survey: dict, config: dict) -> str:
@@ -420,11 +486,11 @@ def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = (
 def report(stage_set_dir: str, others: list[str], references: list[str]) -> None:
     """Render report.html, report.md, KERNEL_LOG.md and plots/ into the staging set, compared
     with the sets at ``others`` and the reference sets at ``references``."""
-    from kernellab import report as rep
+    # the function itself: once its module is imported, ``kernellab.report.render`` names the module
+    from kernellab.report.render import render
 
     stage = Path(stage_set_dir)
-    rep.render(stage.parent, stage.name, stage, others=[Path(p) for p in others],
-               references=[Path(p) for p in references])
+    render(stage.parent, stage.name, stage, others=[Path(p) for p in others], references=[Path(p) for p in references])
 
 
 def compare(summary_a: str, summary_b: str, name_a: str, name_b: str, out_csv: str, out_png: str,

@@ -1,12 +1,13 @@
-"""Build the kernellab CUDA extension: one shared library, ``kernellab_cuda``.
+"""Build the kernellab CUDA extension: a shared library, ``kernellab_cuda``.
 
     python kernels/setup.py [--sources sources.json] build_ext --build-lib <dir> --build-temp <dir>
 
 Sources: every family folder's ``.cu`` files (plain CUDA, no torch headers) and its
 ``binding.cpp`` (the family's torch ops, a ``TORCH_LIBRARY_FRAGMENT``), found in the folders
-of ``kernels/`` (``kernellab.cuda_build.family_sources``), or the list that the build rule wrote
-to ``sources.json`` (other kernel directories; families whose sources did not compile left
-out). Nothing here lists a family. The library has no Python module in it; load it with
+of ``kernels/`` (``kernellab.cuda_build.family_sources``), or the list and library name that
+the build rule wrote to ``sources.json`` (the workflow builds each family as a library of its
+own, ``kernellab_cuda_<family>``, so a change to one family rebuilds only it). Nothing here
+lists a family. The library has no Python module in it; load it with
 ``torch.ops.load_library(path)`` and call ``torch.ops.kernellab.<op>``.
 
 nvcc flags: ``-O3 -lineinfo -Xptxas -v`` (registers, spills and shared memory of every kernel
@@ -71,14 +72,15 @@ def discover() -> tuple[list[Path], list[Path]]:
     return files, [d for fam in fams.values() for f in fam["cu"] for d in include_dirs(f)]
 
 
-def take_manifest(argv: list[str]) -> tuple[list[Path], list[Path]] | None:
-    """``--sources FILE`` (removed from argv): the sources and include folders listed in FILE."""
+def take_manifest(argv: list[str]) -> tuple[list[Path], list[Path], str] | None:
+    """``--sources FILE`` (removed from argv): the sources and include folders listed in FILE, and
+    the library's name (one family's library has a name of its own)."""
     if "--sources" not in argv:
         return None
     i = argv.index("--sources")
     data = json.loads(Path(argv[i + 1]).read_text())
     del argv[i:i + 2]
-    return [Path(f) for f in data["sources"]], [Path(d) for d in data["include_dirs"]]
+    return [Path(f) for f in data["sources"]], [Path(d) for d in data["include_dirs"]], data.get("name", NAME)
 
 
 def relative(files: list[Path]) -> list[str]:
@@ -97,15 +99,15 @@ def main() -> None:
     from setuptools import setup
     from torch.utils.cpp_extension import BuildExtension, CUDAExtension
 
-    files, includes = take_manifest(sys.argv) or discover()
+    files, includes, name = take_manifest(sys.argv) or (*discover(), NAME)
     ext = CUDAExtension(
-        name=NAME,
+        name=name,
         sources=relative(files),
         include_dirs=list(dict.fromkeys([str(COMMON_DIR), *map(str, includes)])),
         extra_compile_args={"cxx": CXX_FLAGS, "nvcc": NVCC_FLAGS + gencode_flags()},
     )
     setup(
-        name=NAME,
+        name=name,
         version="0.1.0",
         description="kernellab CUDA kernels registered as torch.ops.kernellab",
         ext_modules=[ext],

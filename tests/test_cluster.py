@@ -49,7 +49,7 @@ def test_one_command_plans_a_set_per_model(tmp_path):
                            f"results={tmp_path / 'r'}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     out = proc.stdout
-    for model in ("h100", "h200"):
-        assert f"{tmp_path / 's'}/nvidia-{model}/survey.json" in out
+    for model in ("h100", "h200"):  # config/test.yaml's families: sets of their own, named after the file
+        assert f"{tmp_path / 's'}/nvidia-{model}-test/survey.json" in out
         assert f"gpu_model={model}" in out
     assert out.count("rule measure:") == 4  # two kernels on each of two models

@@ -115,7 +115,7 @@ def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(
     monkeypatch.setattr(ncu, "profile_steps", fake_profile_steps)
     kernels = ["matmul", "softmax"]
     outs = [tmp_path / f"{k}.csv" for k in kernels]
-    pipeline.ncu(config, kernels, str(tmp_path / "build.json"), [str(o) for o in outs])
+    pipeline.ncu(config, kernels, [str(tmp_path / "build.json")], [str(o) for o in outs])
     assert len(calls) == 1  # one session for every ladder of both families
     sent, n = [], 0
     for kernel, out in zip(kernels, outs, strict=True):
@@ -138,36 +138,41 @@ def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(
 
 
 def test_a_family_whose_sources_fail_is_built_out_of_the_extension(tmp_path, monkeypatch):
+    import json
+
     from kernellab import pipeline
 
     builds = []
 
-    def report(out_dir, dirs=None):
+    def report(out_dir, dirs=None, files=None):
         rows = cuda_build.ResourceReport()
         rows.failures["broken"] = "nvcc exited with 1"
         return rows
 
-    def build(out_dir, timeout=None, dirs=None, skip=None):
-        builds.append(dict(skip or {}))
-        return {"status": "error" if not skip else "ok", "reason": "", "library": None}
+    def build(out_dir, timeout=None, dirs=None, skip=None, folder=None):
+        builds.append((Path(folder).name, dict(skip or {})))
+        return {"status": "error" if not skip else "unavailable", "reason": "", "library": None,
+                "families_failed": dict(skip or {})}
 
     monkeypatch.setattr(cuda_build, "resource_report", report)
     monkeypatch.setattr(cuda_build, "build_extension", build)
-    info = pipeline.build_cuda(str(tmp_path / "build.json"), str(tmp_path / "resources.csv"))
-    # built from every family while the sources were checked, then again without the broken one
-    assert builds == [{}, {"broken": "nvcc exited with 1"}]
-    assert info["status"] == "ok"
-    assert (tmp_path / "build.json").exists() and (tmp_path / "resources.csv").exists()
+    info = pipeline.build_cuda(str(tmp_path / "build.json"), str(tmp_path / "resources.csv"), str(tmp_path / "broken"))
+    # the family's library built while its sources were checked, then again without them
+    assert builds == [("broken", {}), ("broken", {"broken": "nvcc exited with 1"})]
+    assert info["families_failed"] == {"broken": "nvcc exited with 1"}
+    assert json.loads((tmp_path / "build.json").read_text())["family"] == "broken"
+    assert (tmp_path / "resources.csv").exists()
 
 
 def test_the_extension_is_built_once_when_every_family_compiles(tmp_path, monkeypatch):
     from kernellab import pipeline
 
     builds = []
-    monkeypatch.setattr(cuda_build, "resource_report", lambda out_dir, dirs=None: cuda_build.ResourceReport())
-    monkeypatch.setattr(cuda_build, "build_extension",
-                        lambda out_dir, timeout=None, dirs=None, skip=None: builds.append(skip) or {"status": "ok"})
-    pipeline.build_cuda(str(tmp_path / "build.json"), str(tmp_path / "resources.csv"))
+    monkeypatch.setattr(cuda_build, "resource_report",
+                        lambda out_dir, dirs=None, files=None: cuda_build.ResourceReport())
+    monkeypatch.setattr(cuda_build, "build_extension", lambda out_dir, timeout=None, dirs=None, skip=None,
+                        folder=None: builds.append(skip) or {"status": "ok"})
+    pipeline.build_cuda(str(tmp_path / "build.json"), str(tmp_path / "resources.csv"), str(tmp_path / "gelu"))
     assert builds == [None]
 
 
@@ -190,7 +195,7 @@ def test_ncu_cases_are_profiled_beside_the_ladders_with_their_byte_model(tmp_pat
     monkeypatch.setattr(runtime, "has_gpu", lambda: True)
     monkeypatch.setattr(ncu, "profile_steps", fake_profile_steps)
     out = tmp_path / f"{kernel}.csv"
-    pipeline.ncu(config, [kernel], str(tmp_path / "build.json"), [str(out)])
+    pipeline.ncu(config, [kernel], [str(tmp_path / "build.json")], [str(out)])
     rows = pd.read_csv(out, keep_default_na=False)
     extra = rows[rows["ladder"] == ""]
     assert list(extra["impl_key"]) == [c["impl"] for c in cases]

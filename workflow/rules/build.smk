@@ -12,19 +12,32 @@ rule survey:
         "../scripts/survey.py"
 
 
+# each family's CUDA is a library of its own: a change to one family's sources rebuilds it and
+# reruns its jobs, and adding a family builds only it
 rule build_cuda:
     input:
-        sources=CUDA_SOURCES,
+        sources=cuda_sources,
     output:
-        json=stage("build/build.json"),
-        resources=report(
+        json=stage("build/{kernel}/build.json"),
+        resources=stage("build/{kernel}/resources.csv"),
+    log:
+        stage("logs/build_cuda/{kernel}.log"),
+    params:
+        folder=lambda wildcards: str(FAMILY_DIRS[wildcards.kernel]),
+    script:
+        "../scripts/build_cuda.py"
+
+
+rule cuda_resources:
+    input:
+        per_kernel("build/{kernel}/resources.csv", CUDA_KERNELS),
+    output:
+        report(
             stage("build/resources.csv"),
             caption="../../report/captions/resources.rst",
             category="CUDA build",
         ),
     log:
-        stage("logs/build_cuda.log"),
-    params:
-        kernel_dirs=config["kernel_dirs"],
+        stage("logs/cuda_resources.log"),
     script:
-        "../scripts/build_cuda.py"
+        "../scripts/cuda_resources.py"

@@ -16,13 +16,15 @@ os.environ.update(
 sys.path.insert(0, str(ROOT))
 
 from kernellab import config as kl_config  # noqa: E402
-from kernellab import manifest, registry  # noqa: E402
+from kernellab import cuda_build, manifest, registry  # noqa: E402
 from kernellab.errors import ConfigError  # noqa: E402
 from kernellab.hardware import set_names  # noqa: E402
 from kernellab.survey import hardware_slug  # noqa: E402
 
 try:
     kl_config.validate_schema(config)  # defaults filled in; a bad key named in one line
+    # `only` applied; a run of fewer families than the default config's gets a set of its own
+    kl_config.narrow(config, workflow.overwrite_configfiles)
     # the kernel folders as absolute paths, so every job imports the same families
     config["kernel_dirs"] = [
         str(d) for d in registry.kernel_dirs(config["kernel_dirs"], os.getcwd())
@@ -92,6 +94,9 @@ def compared_summaries(wildcards):
 FAMILY_DIRS = {k: registry.family(k).folder for k in KERNELS}
 
 
+CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".cpp")
+
+
 def folder_files(folder):
     """A family folder's files, its tests left out (editing a test reruns nothing)."""
     return sorted(
@@ -103,19 +108,8 @@ def folder_files(folder):
     )
 
 
-# what the extension is built from: every family's folder, the shared headers, setup.py
-CUDA_SOURCE_FILES = sorted(
-    {
-        f
-        for d in registry.family_folders(
-            [Path(d) for d in config["kernel_dirs"]]
-        ).values()
-        for f in folder_files(d)
-        if Path(f).suffix in (".cu", ".cuh", ".h", ".cpp")
-    }
-    | set(folder_files(ROOT / "kernels" / "common"))
-    | {str(ROOT / "kernels" / "setup.py")}
-)
+# the families with CUDA sources, each built as a library of its own (rule build_cuda)
+CUDA_KERNELS = [k for k in KERNELS if cuda_build.folder_sources(FAMILY_DIRS[k])]
 
 
 wildcard_constraints:
@@ -151,11 +145,40 @@ ALL_KERNEL_CODE = manifest.stamp(
     CODE_DIR / "all.sha256",
     {f for k in KERNELS for f in folder_files(FAMILY_DIRS[k])} | set(CORE_CODE),
 )
-CUDA_SOURCES = manifest.stamp(CODE_DIR / "cuda.sha256", CUDA_SOURCE_FILES)
+# what a family's library is built from: its folder's CUDA, the shared headers, setup.py
+CUDA_SOURCES = {
+    k: manifest.stamp(
+        CODE_DIR / f"cuda-{k}.sha256",
+        [f for f in folder_files(FAMILY_DIRS[k]) if Path(f).suffix in CUDA_SUFFIXES]
+        + folder_files(ROOT / "kernels" / "common")
+        + [str(ROOT / "kernels" / "setup.py")],
+    )
+    for k in CUDA_KERNELS
+}
+
+
+def cuda_sources(wildcards):
+    """The stamp of a family's CUDA sources: a change to them rebuilds its library only."""
+    return CUDA_SOURCES[wildcards.kernel]
+
+
+def family_build(wildcards):
+    """A family's build.json ([] for a family without CUDA: nothing to build or wait for)."""
+    if wildcards.kernel not in CUDA_SOURCES:
+        return []
+    return f"{config['staging']}/{wildcards.set}/build/{wildcards.kernel}/build.json"
+
+
+def cuda_builds(kernels):
+    """The build.json files of those of ``kernels`` that have CUDA."""
+    return per_kernel(
+        "build/{kernel}/build.json", [k for k in kernels if k in CUDA_SOURCES]
+    )
+
 
 # the config sections each kind of job reads besides its kernels' own: passed to the job as its
 # params (and only these), so a change to any of them reruns it and nothing else can leak in
-RUN_KEYS = ("kernel_dirs", "target", "isolate", "timing", "autotune", "check", "bench")
+RUN_KEYS = ("target", "isolate", "timing", "autotune", "check", "bench")
 
 
 def sorted_keys(value):
@@ -172,6 +195,10 @@ def job_config(kernels, extra=()):
     return sorted_keys(
         {
             "kernels": {k: config["kernels"][k] for k in kernels},
+            # the kernel folders up to the job's families': adding one after them reruns nothing
+            "kernel_dirs": kl_config.job_kernel_dirs(
+                config["kernel_dirs"], [FAMILY_DIRS[k] for k in kernels]
+            ),
             **{k: config[k] for k in RUN_KEYS + tuple(extra)},
         }
     )

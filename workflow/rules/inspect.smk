@@ -1,7 +1,7 @@
 rule profile:
     input:
         code=ALL_KERNEL_CODE,
-        build=rules.build_cuda.output.json,
+        build=cuda_builds(KERNELS),
         # after the measure jobs: Triton kernels run the configs they tuned
         tuned=per_kernel("autotune/{kernel}.csv"),
     output:
@@ -32,7 +32,7 @@ rule ptx:
     input:
         code=ALL_KERNEL_CODE,
         # CUDA kernels: the PTX and cubins of build_cuda's resource report, not a second compile
-        build=rules.build_cuda.output.json,
+        build=cuda_builds(KERNELS),
     output:
         index=per_kernel("ptx/{kernel}/index.json"),
     log:
@@ -48,7 +48,7 @@ rule ptx:
 rule ncu:
     input:
         code=ALL_KERNEL_CODE,
-        build=rules.build_cuda.output.json,
+        build=cuda_builds(NCU_KERNELS),
         # after the measure jobs: Triton kernels run the configs they tuned
         tuned=per_kernel("autotune/{kernel}.csv", NCU_KERNELS),
     output:

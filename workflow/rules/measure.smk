@@ -1,7 +1,7 @@
 rule measure:
     input:
         code=kernel_code,
-        build=rules.build_cuda.output.json,
+        build=family_build,
         survey=rules.survey.output.json,
     output:
         check=report(

@@ -1,7 +1,8 @@
 rule aggregate:
     input:
         survey=rules.survey.output.json,
-        build=rules.build_cuda.output.json,
+        build=cuda_builds(KERNELS),
+        resources=rules.cuda_resources.output,
         bench=per_kernel("bench/{kernel}.csv"),
         check=per_kernel("check/{kernel}.csv"),
         ptx=per_kernel("ptx/{kernel}/index.json"),

@@ -10,7 +10,7 @@ with pipeline.logged(snakemake.log[0]):
         bench_csvs=list(snakemake.input.bench),
         check_csvs=list(snakemake.input.check),
         ptx_indexes=list(snakemake.input.ptx),
-        build_json=snakemake.input.build,
+        build_json=list(snakemake.input.build),
         out_summary=snakemake.output.summary,
         out_ladders=snakemake.output.ladders,
         out_env=snakemake.output.environment,
