@@ -34,15 +34,22 @@ COLUMNS = [
 _STATUS_RANK = {"ok": 0, "unavailable": 1, "oom": 2, "timeout": 3, "error": 4, "failed": 5}
 
 
+def _read_csv(path) -> pd.DataFrame:
+    """One job's table; a family without a case wrote a file with no columns at all."""
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
 def _read_csvs(paths) -> pd.DataFrame:
-    frames = [pd.read_csv(p, keep_default_na=False, na_values=["", "nan", "NaN"]) for p in paths]
-    frames = [f for f in frames if len(f)]
+    frames = [f for f in map(_read_csv, paths) if len(f)]
     if not frames:
         return pd.DataFrame(columns=KEY)
     df = pd.concat(frames, ignore_index=True)
     for col in ("params", "reason", "step", "ladder"):
         if col in df:
-            df[col] = df[col].fillna("").astype(str)
+            df[col] = df[col].astype(object).fillna("").astype(str)  # all empty: read as float
     df["shape"] = df["shape"].astype(str)
     return df
 
@@ -75,7 +82,8 @@ def corrected_ceilings(survey: dict, df: pd.DataFrame, bounds: dict[str, str]) -
     out = {**survey, "matmul_tflops": dict(survey.get("matmul_tflops") or {}),
            "ceiling_corrected": dict(survey.get("ceiling_corrected") or {})}
     good = df[(df["status"] == "ok") & (df["check_status"] == "ok")]
-    compute = good["kernel"].map(lambda k: bounds.get(k, "memory") == "compute")
+    # a boolean mask even when no case is good (an empty object mask would select columns)
+    compute = good["kernel"].map(lambda k: bounds.get(k, "memory") == "compute").astype(bool)
     best_bw = good.loc[~compute, "gbps"].max()
     if out.get("copy_gbps") and pd.notna(best_bw) and best_bw > out["copy_gbps"]:
         out["ceiling_corrected"]["copy"] = {"survey": out["copy_gbps"], "observed": float(best_bw)}

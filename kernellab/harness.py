@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import sys
 import time
@@ -26,6 +27,7 @@ from kernellab.errors import Unavailable
 from kernellab.registry import Family, Impl
 from kernellab.timing import TimingConfig, measure
 
+log = logging.getLogger("kernellab")
 CHECK_COLUMNS = ["kernel", "impl", "impl_key", "step", "backend", "shape", "dtype", "params", "seed",
                  "status", "reason", "rel_err", "max_abs", "tol"]
 
@@ -68,15 +70,49 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:.2f} GiB"
 
 
-def _status_of(exc: BaseException) -> tuple[str, str]:
+def _status_of(exc: BaseException, folder=None) -> tuple[str, str]:
+    """(status, reason) of an exception a case raised: its type, the first line of its message and
+    where it was raised (``where_raised``)."""
     import torch
 
-    msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
     if isinstance(exc, Unavailable):
         return "unavailable", str(exc)
-    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower():
+    text = str(exc).strip()
+    msg = f"{type(exc).__name__}: {text.splitlines()[0][:240] if text else ''}".rstrip(": ")
+    where = where_raised(exc, folder)
+    msg += f" (at {where})" if where else ""
+    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text.lower():
         return "oom", msg
     return "error", msg
+
+
+def where_raised(exc: BaseException, folder=None) -> str:
+    """``file:line`` of the deepest traceback frame inside the family's ``folder`` (the user's own
+    code), the file named from the folder above it (``mine/__init__.py:12``); with no such frame,
+    the deepest frame of all, named from the repository where it lies in it ('' without one)."""
+    import traceback
+    from pathlib import Path
+
+    from kernellab.registry import ROOT
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    folder = Path(folder).resolve() if folder is not None else None
+    own = [f for f in frames if folder is not None and Path(f.filename).resolve().is_relative_to(folder)]
+    frame, base = (own[-1], folder.parent) if own else (frames[-1], ROOT)
+    path = Path(frame.filename).resolve()
+    name = path.relative_to(base) if path.is_relative_to(base) else path
+    return f"{name}:{frame.lineno}"
+
+
+def _log_exception(seen: set, impl: Impl, case: Case, reason: str, exc: BaseException) -> None:
+    """The full traceback to the job's log, once per implementation and reason (a case's seeds and
+    the benchmark raise the same)."""
+    if reason in seen:
+        return
+    seen.add(reason)
+    log.error("%s %s %s %s: %s", case.kernel, impl.key, shape_str(case.shape), case.dtype, reason, exc_info=exc)
 
 
 def _base(family: Family, impl: Impl, case: Case) -> dict:
@@ -159,6 +195,7 @@ def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], 
     others (``triton_utils.untuned``)."""
     from kernellab.triton_utils import untuned
 
+    logged: set = set()
     for case in cases:
         base = _base(family, impl, case)
         need = memory_estimate(family, case, check=True)
@@ -174,7 +211,9 @@ def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], 
                 with contextlib.nullcontext() if tuning else untuned():
                     row = run_case_check(family, impl, case, seed, device)
             except Exception as exc:  # noqa: BLE001 - recorded, then the next case runs
-                status, reason = _status_of(exc)
+                status, reason = _status_of(exc, family.folder)
+                if status != "unavailable":
+                    _log_exception(logged, impl, case, reason, exc)
                 row = {"status": status, "reason": reason, "rel_err": math.nan, "max_abs": math.nan,
                        "tol": runtime.TOLERANCE.get(case.dtype, math.nan)}
                 _empty_cache(device)
@@ -200,6 +239,7 @@ def run_case_bench(family: Family, impl: Impl, case: Case, cfg: TimingConfig, de
 
 
 def bench_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig, device: str) -> Iterator[dict]:
+    logged: set = set()
     for case in cases:
         base = {**_base(family, impl, case), "mode": cfg.mode}
         need = memory_estimate(family, case, check=False)
@@ -213,7 +253,9 @@ def bench_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig,
             yield {**base, **rec, "status": "ok", "samples_us": samples,
                    "wall_s": time.perf_counter() - t0}
         except Exception as exc:  # noqa: BLE001
-            status, reason = _status_of(exc)
+            status, reason = _status_of(exc, family.folder)
+            if status != "unavailable":
+                _log_exception(logged, impl, case, reason, exc)
             yield {**base, "status": status, "reason": reason}
             _empty_cache(device)
             if status == "unavailable":
@@ -294,6 +336,7 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
         def running(record, key=key, rows=rows):
             if record is not None and record[0] in ("check", "bench"):
                 rows[0] += 1
+                progress.case(key, record[1])
             progress.running(key, rows[0])
 
         bench_shapes = {b.shape for b in bench_cases}
@@ -326,20 +369,51 @@ class Progress:
     time so far and an estimate of the time left. (A job's own output goes to its log; the
     terminal is the process's original stderr, which Snakemake shows.)"""
 
+    # failing cases named one by one, per family; the rest are counted on the "done" lines (the
+    # closing summary and the report list them all)
+    MAX_NAMED = 10
+
     def __init__(self, family: str, total: int, stream=None, every_s: float = 15.0, clock=time.monotonic):
         self.family, self.total, self.count = family, max(total, 1), 0
         self.stream, self.every_s, self.clock = stream, every_s, clock
         self.t0 = self.last = clock()
+        self.bad: dict[str, set] = {}  # implementation -> its cases that failed or raised
+
+    def _print(self, line: str) -> str:
+        print(line, file=self.stream or sys.__stderr__, flush=True)
+        return line
 
     def _line(self, impl: str, state: str, count: int, problem: str = "") -> str:
         self.last = self.clock()
         elapsed = self.last - self.t0
         left = elapsed / count * (self.total - count) if count else float("nan")
-        line = (f"measure {self.family}: {impl} {state}, {count}/{self.total} cases, {elapsed:.0f} s"
-                + (f", about {left:.0f} s left" if 0 < count < self.total else "")
-                + (f" ({problem.splitlines()[0][:80]})" if problem else ""))
-        print(line, file=self.stream or sys.__stderr__, flush=True)
-        return line
+        bad = len(self.bad.get(impl, ()))
+        return self._print(f"measure {self.family}: {impl} {state}, {count}/{self.total} cases, {elapsed:.0f} s"
+                           + (f", about {left:.0f} s left" if 0 < count < self.total else "")
+                           + (f", {bad} case{'s' * (bad != 1)} failed" if bad and state == "done" else "")
+                           + (f" ({problem.splitlines()[0][:80]})" if problem else ""))
+
+    def case(self, impl: str, row: dict) -> str | None:
+        """A check or bench record as it arrives: a case that failed or raised is named at once
+        (implementation, shape, dtype, parameters, status and reason), once per case."""
+        status = row.get("status", "ok")
+        if status in ("ok", "unavailable"):
+            return None
+        case = (row.get("shape"), row.get("dtype"), row.get("params") or "")
+        mine = self.bad.setdefault(impl, set())
+        if case in mine:
+            return None
+        mine.add(case)
+        named = sum(map(len, self.bad.values()))
+        if named > self.MAX_NAMED:
+            return None
+        shape, dtype, params = case
+        reason = str(row.get("reason") or "").splitlines()[0][:200] if row.get("reason") else ""
+        line = (f"measure {self.family}: {impl} {shape} {dtype}{' ' + params if params else ''} "
+                f"{status.upper()}: {reason or 'no reason recorded'}")
+        if named == self.MAX_NAMED:
+            line += f"\nmeasure {self.family}: further failing cases are counted, not named (the report lists all)"
+        return self._print(line)
 
     def running(self, impl: str, rows: int) -> str | None:
         """While an implementation runs (a Triton one under the interpreter can take minutes):

@@ -41,7 +41,8 @@ def _child(conn, work: Callable[[], Iterator[dict]], prepare: Callable[[], None]
             conn.send(record)
         conn.send(_DONE)
     except BaseException as exc:  # noqa: BLE001 - report anything to the parent
-        tb = traceback.format_exc(limit=3)
+        tb = traceback.format_exc()
+        log.error("worker stopped: %s: %s\n%s", type(exc).__name__, exc, tb)  # the whole traceback: the job's log
         conn.send({"__crash__": f"{type(exc).__name__}: {exc}", "traceback": tb})
     finally:
         conn.close()

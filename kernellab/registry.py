@@ -68,15 +68,17 @@ class Impl:
 class Family:
     """A kernel family: inputs, float64 reference, roofline counts, validation."""
 
+    # Every field but the name has a default, so that a family left incomplete reaches
+    # register_family, which names each missing field with its fix (not Python's TypeError).
     name: str
-    title: str
-    bound: str  # "memory" or "compute": which ceiling % of peak refers to
-    dtypes: tuple[str, ...]
-    make_inputs: Callable[..., tuple]  # (shape, dtype, device, seed, **params) -> inputs
-    reference: Callable[..., Any]  # (*inputs64, **params) -> float64 tensor
-    bytes_moved: Callable[..., int]  # (shape, dtype, **params) -> bytes
-    flops: Callable[..., int]  # (shape, dtype, **params) -> flops
-    out_like: Callable[..., Any] | None = None  # (*inputs, **params) -> empty output
+    title: str = ""
+    bound: str = ""  # "memory" or "compute": which ceiling % of peak refers to
+    dtypes: tuple[str, ...] = ()
+    make_inputs: Callable[..., tuple] | None = None  # (shape, dtype, device, seed, **params) -> inputs
+    reference: Callable[..., Any] | None = None  # (*inputs64, **params) -> float64 tensor
+    bytes_moved: Callable[..., int] | None = None  # (shape, dtype, **params) -> bytes
+    flops: Callable[..., int] | None = None  # (shape, dtype, **params) -> flops
+    out_like: Callable[..., Any] | None = None  # (*inputs, **params) -> empty output (required)
     validate: Callable[..., Any] | None = None  # custom check (dropout): see correctness
     tolerance: Callable[..., float] | None = None  # (shape, dtype) -> tolerance; None: by dtype
     # (*inputs64, **params) -> the least norm the error is relative to (None: the reference's
@@ -102,6 +104,12 @@ class Family:
             raise ValueError(f"unknown backend {impl.backend!r}; known: {BACKENDS}")
         if impl.key in self.impls:
             raise ValueError(f"{self.name}: implementation {impl.key!r} registered twice")
+        if impl.dtypes is not None and (isinstance(impl.dtypes, str) or set(impl.dtypes) - set(self.dtypes)):
+            raise FamilyError(f"family {self.name!r}: implementation {impl.key!r} has dtypes {impl.dtypes!r}; "
+                              f"give a tuple of the family's dtypes ({', '.join(self.dtypes)}), or None for all")
+        if impl.compile_specs is not None and not callable(impl.compile_specs):
+            raise FamilyError(f"family {self.name!r}: implementation {impl.key!r}: compile_specs must be a "
+                              f"function (dtype -> [CompileSpec]) or None, got {impl.compile_specs!r}")
         if impl.fn is not None:  # (out, *inputs, **params); None only in tests of the registry itself
             if not callable(impl.fn):
                 raise FamilyError(f"family {self.name!r}: implementation {impl.key!r} is not a function")
@@ -142,13 +150,63 @@ def register_family(family: Family) -> Family:
     return family
 
 
+# What each function of a family is, and an example: the fix a load error names.
+FAMILY_FUNCTIONS = {
+    "make_inputs": "(shape, dtype, device, seed, **params) -> the input tensors, e.g. "
+                   "lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed),)",
+    "reference": "(*inputs, **params) -> the expected output, computed from float64 inputs, e.g. "
+                 "lambda x: x * torch.sigmoid(x)",
+    "bytes_moved": "(shape, dtype, **params) -> the bytes it must read and write, e.g. elementwise_bytes(1)",
+    "flops": "(shape, dtype, **params) -> its floating-point operations, e.g. lambda shape, dtype, **_: numel(shape)",
+    "out_like": "(*inputs, **params) -> the empty output an implementation writes into, e.g. "
+                "lambda x: torch.empty_like(x)",
+}
+OPTIONAL_FUNCTIONS = ("validate", "tolerance", "error_floor")
+
+
 def _check_family(family: Family) -> None:
-    for attr in ("make_inputs", "reference", "bytes_moved", "flops"):
-        if not callable(getattr(family, attr, None)):
-            raise FamilyError(f"family {family.name!r}: {attr} must be a function, got {getattr(family, attr)!r}")
+    """Every field of a family a run calls or reads, checked when its folder loads: a missing or
+    wrong one is named with the fix, rather than failing every case of the run."""
+    name = family.name
+    if not isinstance(name, str) or not name.isidentifier():
+        raise FamilyError(f"family name {name!r} must be a Python identifier: the name of its folder")
+    problems = []
+    for attr, what in FAMILY_FUNCTIONS.items():
+        value = getattr(family, attr, None)
+        if not callable(value):
+            got = "is not set" if value is None else f"must be a function, got {value!r}"
+            problems.append(f"{attr} {got}: give Family({attr}=...), a function {what}")
+    for attr in OPTIONAL_FUNCTIONS:
+        value = getattr(family, attr, None)
+        if value is not None and not callable(value):
+            problems.append(f"{attr} must be a function or None, got {value!r}")
+    if not isinstance(family.title, str) or not family.title.strip():
+        problems.append(f"title must be a non-empty string (the report's heading), got {family.title!r}")
     if family.bound not in ("memory", "compute"):
-        raise FamilyError(f"family {family.name!r}: bound must be 'memory' or 'compute', got {family.bound!r}")
-    _check_arity(family.name, "make_inputs", family.make_inputs, 4)  # (shape, dtype, device, seed)
+        problems.append(f"bound must be 'memory' or 'compute' (the ceiling its % of peak is read against), "
+                        f"got {family.bound!r}")
+    known = sorted(_dtypes())
+    if (isinstance(family.dtypes, str) or not isinstance(family.dtypes, (tuple, list)) or not family.dtypes
+            or any(d not in known for d in family.dtypes)):
+        problems.append(f"dtypes must be a non-empty tuple of {', '.join(known)}, got {family.dtypes!r}")
+    if not isinstance(family.params, dict) or any(not isinstance(v, (list, tuple)) or not v
+                                                  for v in family.params.values()):
+        problems.append(f"params must map each parameter to a list of its values, got {family.params!r}")
+    if (not isinstance(family.shape_rank, (tuple, list)) or not family.shape_rank
+            or any(not isinstance(r, int) or r < 1 for r in family.shape_rank)):
+        problems.append(f"shape_rank must be a tuple of accepted numbers of dimensions, e.g. (2,), "
+                        f"got {family.shape_rank!r}")
+    if problems:
+        raise FamilyError(f"family {name!r}: " + "; ".join(problems))
+    _check_arity(name, "make_inputs", family.make_inputs, 4)  # (shape, dtype, device, seed)
+    for attr in ("bytes_moved", "flops"):
+        _check_arity(name, attr, getattr(family, attr), 2)  # (shape, dtype)
+
+
+def _dtypes() -> tuple[str, ...]:
+    from kernellab.runtime import TOLERANCE
+
+    return tuple(TOLERANCE)
 
 
 def _check_arity(owner: str, what: str, fn: Callable, positional: int) -> None:
@@ -225,6 +283,9 @@ def load(dirs=None, base: str | os.PathLike | None = None) -> dict[str, str]:
             if added != {name}:
                 raise FamilyError(f"registers {sorted(added) or 'no family'}; it must register exactly one "
                                   f"family named after its folder, {name!r}")
+            if not _FAMILIES[name].impls:
+                raise FamilyError(f"family {name!r} has no implementation: add one with "
+                                  f"FAMILY.add(Impl({name!r}, 'torch_fused', 'torch', fn))")
             attach_ladder_texts(_FAMILIES[name], folder)
         except Exception as exc:  # a user's folder may fail in any way: keep the others
             for extra in set(_FAMILIES) - before:

@@ -1,29 +1,78 @@
-"""The screen a finished run ends with: each result set written, its cases by outcome, and
-where its report is."""
+"""The screen a finished run ends with: each result set written, its cases by outcome, the cases
+that failed or raised and the families skipped at load, each with its reason, and where its
+report is; and the run's exit status (``finish``)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 ABSENT = ("unavailable",)  # expected absences (no GPU, no ncu), not failures
+MAX_GROUPS = 12  # failure lines per set; the report's failure table has them all
 
 
-def run_summary(results: str | Path, sets) -> str:
-    lines = ["kernellab: run complete"]
+def failure_status(status: str, check_status: str) -> str:
+    """What a case that did not give a result is called: its status, else (the benchmark ran)
+    its check's ("incorrect": wrong numbers)."""
+    if status != "ok":
+        return status
+    return "incorrect" if check_status == "failed" else f"check {check_status}"
+
+
+def _failure_lines(df: pd.DataFrame) -> list[str]:
+    """One line per kernel, implementation, status and reason, naming its cases."""
+    bad = df[~((df["status"] == "ok") & (df["check_status"] == "ok")) & ~df["status"].isin(ABSENT)]
+    groups: dict[tuple, list[str]] = {}
+    for r in bad.to_dict("records"):
+        status = failure_status(r["status"], r["check_status"])
+        case = f"{r.get('dtype', '')} {r.get('shape', '')}" + (f" {r['params']}" if r.get("params") else "")
+        groups.setdefault((r.get("kernel", ""), r.get("impl_key", ""), status, r.get("reason", "")), []).append(case)
+    lines = []
+    for (kernel, key, status, reason), cases in sorted(groups.items()):
+        which = ", ".join(cases[:4]) + (f", +{len(cases) - 4}" if len(cases) > 4 else "")
+        lines.append(f"    {status}: {kernel} {key} ({which}): {reason or 'no reason recorded'}")
+    if len(lines) > MAX_GROUPS:
+        lines[MAX_GROUPS:] = [f"    ... and {len(lines) - MAX_GROUPS} more (the report's Failures table)"]
+    return lines
+
+
+def closing(results: str | Path, sets, skipped: dict[str, str] | None = None) -> tuple[str, bool]:
+    """(the closing summary, whether the run was clean: no case of a published set failed or
+    raised, no family was skipped at load). ``skipped``: family folder -> why it did not load."""
+    lines, clean = [], True
     for name in sets:
         summary = Path(results) / name / "summary.csv"
         if not summary.exists():
-            lines.append(f"  {name}: no summary.csv (not published)")
+            lines.append(f"  {name}: no summary.csv (not published)")  # a run of some targets only
             continue
         df = pd.read_csv(summary, keep_default_na=False)
         ok = int(((df["status"] == "ok") & (df["check_status"] == "ok")).sum())
         absent = int(df["status"].isin(ABSENT).sum())
         failed = len(df) - ok - absent
+        clean = clean and failed == 0
         lines.append(f"  {name}: {len(df)} cases: {ok} ok, {failed} failed, {absent} unavailable here")
+        lines += _failure_lines(df)
         lines.append(f"    report: {summary.parent / 'report.html'}   log: {summary.parent / 'KERNEL_LOG.md'}")
-    return "\n".join(lines)
+    for family, why in sorted((skipped or {}).items()):
+        lines.append(f"  family {family!r} skipped: it did not load: {why}")
+        clean = False
+    head = "kernellab: run complete" if clean else (
+        "kernellab: run complete, with failures (exit status 1): the set and its report are published; "
+        "each case's reason is below and in the report, its traceback in logs/measure/<family>.log")
+    return "\n".join([head, *lines]), clean
+
+
+def run_summary(results: str | Path, sets, skipped: dict[str, str] | None = None) -> str:
+    return closing(results, sets, skipped)[0]
+
+
+def finish(results: str | Path, sets, skipped: dict[str, str] | None = None, stream=None) -> int:
+    """Print the closing summary; the exit status the run should end with (1: not clean)."""
+    text, clean = closing(results, sets, skipped)
+    print(text, file=stream or sys.stderr, flush=True)
+    return 0 if clean else 1
 
 
 def stopped_message(snakemake_log) -> str:

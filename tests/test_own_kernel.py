@@ -2,8 +2,10 @@
 "Add your own kernel" walk-through (docs/examples/my-kernels) run through the tiny CPU config,
 with two broken families beside it that must not take it down."""
 
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +46,36 @@ FAMILY.add(Impl("badcuda", "torch_fused", "torch", lambda out, x: torch.mul(x, 2
 FAMILY.add(Impl("badcuda", "cuda", "cuda", cuda_op("badcuda", "one"), cuda_kernels=("badcuda_one",)))
 '''
 
+# a family that loads, with one implementation giving wrong numbers and one raising
+FAILING = '''
+import torch
+
+from kernellab.kit import elementwise_bytes, numel, randn, returns_new
+from kernellab.registry import Family, Impl, register_family
+
+
+def squared(x):
+    return torch.relu(x) ** 2
+
+
+def wrong(x):
+    return squared(x) + 1
+
+
+def raises(out, x):
+    return squared(x) * undefined_name  # noqa: F821
+
+
+FAMILY = register_family(Family(
+    name="sqrelu", title="Squared ReLU, broken on purpose", bound="memory", dtypes=("fp32",),
+    make_inputs=lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed),),
+    reference=squared, bytes_moved=elementwise_bytes(1), flops=lambda shape, dtype, **_: 2 * numel(shape),
+    out_like=torch.empty_like))
+FAMILY.add(Impl("sqrelu", "torch_fused", "torch", returns_new(squared)))
+FAMILY.add(Impl("sqrelu", "torch_naive", "torch", returns_new(wrong)))
+FAMILY.add(Impl("sqrelu", "triton", "triton", raises))
+'''
+
 
 def make_user_dir(tmp: Path) -> Path:
     mine = tmp / "my-kernels"
@@ -52,6 +84,8 @@ def make_user_dir(tmp: Path) -> Path:
     (mine / "broken" / "__init__.py").write_text(NO_REFERENCE)
     (mine / "badcuda").mkdir()
     (mine / "badcuda" / "__init__.py").write_text(BAD_CUDA)
+    (mine / "sqrelu").mkdir()
+    (mine / "sqrelu" / "__init__.py").write_text(FAILING)
     (mine / "badcuda" / "badcuda.cu").write_text('#include "common.cuh"\n__global__ void badcuda_one(float* x) '
                                                  '{ x[0] = undeclared_name; }\n')
     return mine
@@ -67,7 +101,7 @@ def test_the_loader_names_each_broken_folder_and_keeps_the_rest(tmp_path):
     assert set(got["errors"]) == {"broken"}
     assert str(mine / "broken" / "__init__.py") in got["errors"]["broken"]
     assert "reference" in got["errors"]["broken"]
-    assert {"silu", "badcuda", *registry.families()} <= set(got["families"])  # ours are all still there
+    assert {"silu", "badcuda", "sqrelu", *registry.families()} <= set(got["families"])  # ours are all still there
 
 
 def test_a_family_name_twice_is_an_error_naming_both_folders(tmp_path):
@@ -107,14 +141,16 @@ def own_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("own")
     mine = make_user_dir(tmp)
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
-    config.update(kernel_dirs=["kernels", str(mine)], kernels={"silu": TINY, "badcuda": {**TINY, "dtypes": ["fp32"]},
-                                                                "broken": {**TINY, "dtypes": ["fp32"]}},
+    one = {**TINY, "dtypes": ["fp32"]}
+    config.update(kernel_dirs=["kernels", str(mine)], kernels={"silu": TINY, "badcuda": one, "broken": one,
+                                                                "sqrelu": one},
                   staging=str(tmp / "staging"), results=str(tmp / "results"))
     (tmp / "config.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", str(tmp / "config.yaml"),
                            "--replace-workflow-config"], cwd=ROOT, capture_output=True, text=True, timeout=1500,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    # a family skipped at load and cases that failed or raised: published, and the exit status says so
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-5000:]
     (out,) = [p for p in (tmp / "results").iterdir() if p.is_dir()]
     return out, proc.stdout + proc.stderr, mine
 
@@ -124,7 +160,7 @@ def test_own_kernel_is_measured_reported_and_logged(own_run):
     out, log, mine = own_run
     assert f"kernel family 'broken' skipped: {mine / 'broken' / '__init__.py'}:" in log
     df = pd.read_csv(out / "summary.csv", keep_default_na=False)
-    assert set(df["kernel"]) == {"silu", "badcuda"}
+    assert set(df["kernel"]) == {"silu", "badcuda", "sqrelu"}
     silu = df[df["kernel"] == "silu"]
     ran = silu[silu["backend"] != "cuda"]
     assert set(ran["impl"]) == {"torch_naive", "torch_fused", "triton", "compiled"}
@@ -147,3 +183,25 @@ def test_own_kernel_is_measured_reported_and_logged(own_run):
         assert "badcuda/badcuda.cu does not compile" in log
     good = df[(df["kernel"] == "badcuda") & (df["backend"] == "torch")]
     assert (good["status"] == "ok").all() and (good["check_status"] == "ok").all()
+
+
+@pytest.mark.slow
+def test_what_failed_is_said_at_the_terminal_in_the_set_and_in_the_exit_status(own_run):
+    """The run ended with exit status 1 (own_run); each failing case is named as it happens and
+    again at the end, with the file:line that raised, beside the family that did not load."""
+    out, log, mine = own_run
+    line = next(n for n, text in enumerate(FAILING.splitlines(), 1) if "undefined_name" in text)
+    raised = f"NameError: name 'undefined_name' is not defined (at sqrelu/__init__.py:{line})"
+    assert f"measure sqrelu: triton 4099 fp32 ERROR: {raised}" in log
+    assert re.search(r"measure sqrelu: torch_naive \S+ fp32 FAILED: relative error \S+ above the fp32 tolerance", log)
+    closing = log[log.index("kernellab: run complete, with failures"):]
+    assert f"error: sqrelu triton (fp32 4099): {raised}" in closing
+    assert "failed: sqrelu torch_naive (fp32 4099): correctness failed: relative error" in closing
+    assert f"family 'broken' skipped: it did not load: {mine / 'broken' / '__init__.py'}:" in closing
+    df = pd.read_csv(out / "summary.csv", keep_default_na=False)
+    mine_rows = df[df["kernel"] == "sqrelu"].set_index("impl_key")
+    assert mine_rows.loc["triton", "status"] == "error" and mine_rows.loc["triton", "reason"] == raised
+    assert mine_rows.loc["torch_naive", "status"] == "failed" and mine_rows.loc["torch_fused", "status"] == "ok"
+    assert raised in html.unescape((out / "report.html").read_text())
+    job_log = (out / "logs" / "measure" / "sqrelu.log").read_text()
+    assert "Traceback (most recent call last)" in job_log and "undefined_name" in job_log

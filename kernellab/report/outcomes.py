@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernellab.report import fmt
 from kernellab.report.load import Results, check_failed, shape_sort_key
 from kernellab.report.tables import Table
-from kernellab.run_summary import ABSENT  # expected absences: not failures
+from kernellab.run_summary import ABSENT, failure_status  # expected absences: not failures
 
 
 def absences_table(res: Results) -> Table:
@@ -27,10 +27,7 @@ def failures_table(res: Results) -> Table:
         if r["status"] in ABSENT:
             continue
         if r["status"] != "ok" or check_failed(r):
-            if r["status"] != "ok":
-                status = r["status"]
-            else:
-                status = "incorrect" if r["check_status"] == "failed" else f"check {r['check_status']}"
+            status = failure_status(r["status"], r["check_status"])
             reason = r["reason"]
             if r["status"] == "ok" and not reason:
                 reason = f"correctness check {r['check_status']}"
