@@ -28,13 +28,16 @@ class Peer:
     module: str  # its top-level import name
     min_capability: tuple[int, int] = (0, 0)  # the least compute capability it runs on
     max_cols: int = 0  # the longest row (last dimension) it takes; 0: any
+    row_align: int = 0  # the bytes a row's length must be a multiple of; 0: any
 
 
 # Liger's row kernels hold a row in one block of next_power_of_2(cols) and refuse longer rows
 # (liger_kernel.ops.utils.calculate_settings: MAX_FUSED_SIZE).
 LIGER = Peer("liger", "Liger-Kernel", "liger-kernel", "liger_kernel", max_cols=65536)
 # QuACK's kernels are written for Hopper and Blackwell (clusters, TMA); its README asks for one.
-QUACK = Peer("quack", "QuACK", "quack-kernels", "quack", min_capability=(9, 0))
+# and loads rows in 16-byte vectors: a row of 1001 bf16 fails its assertion ("not divisible by
+# vector size 8") or its compile ("cp_size only supports (32, 64, 128)"), seen on an H200
+QUACK = Peer("quack", "QuACK", "quack-kernels", "quack", min_capability=(9, 0), row_align=16)
 PEERS = {p.impl: p for p in (LIGER, QUACK)}
 
 
@@ -77,8 +80,12 @@ def entry(peer: Peer, module: str, name: str) -> Callable[..., Any]:
             if reason:
                 raise Unavailable(reason)
             found.append(getattr(load(peer, module), name))
-        if peer.max_cols and args[0].shape[-1] > peer.max_cols:
-            raise Unavailable(f"{peer.title} takes rows of at most {peer.max_cols} columns, not {args[0].shape[-1]}")
+        cols = args[0].shape[-1]
+        if peer.max_cols and cols > peer.max_cols:
+            raise Unavailable(f"{peer.title} takes rows of at most {peer.max_cols} columns, not {cols}")
+        if peer.row_align and (cols * args[0].element_size()) % peer.row_align:
+            raise Unavailable(f"{peer.title} takes rows of a multiple of {peer.row_align} bytes, not {cols} "
+                              f"× {args[0].element_size()} B")
         return found[0](*args, **kwargs)
 
     call.__name__ = f"{peer.impl}_{name}"

@@ -196,3 +196,21 @@ def test_gpu_reason_on_a_cpu_tensor():
     x = torch.zeros(2, 2)
     assert peers.gpu_reason(peers.QUACK, x) == "QuACK needs a CUDA GPU (sm_90+)"
     assert peers.gpu_reason(peers.LIGER, x) == "Liger-Kernel needs a CUDA GPU"
+
+
+def test_quack_rows_that_are_no_multiple_of_16_bytes_are_unavailable(monkeypatch, on_gpu):
+    """QuACK loads rows in 16-byte vectors (on an H200 a 1001-column row failed its assertion or its
+    compile): such a row is an absence with the reason, not an error; an aligned row is called."""
+    seen = []
+    _fake(monkeypatch, "quack.softmax", softmax_fwd=lambda x: seen.append(x.shape) or torch.softmax(x, -1))
+    mod = _fresh(monkeypatch, "softmax", "_quack_softmax")
+    fam = registry.family("softmax")
+    for dtype, cols in (("bf16", 1001), ("fp32", 1001), ("bf16", 4)):
+        size = 2 if dtype == "bf16" else 4
+        with pytest.raises(Unavailable, match=f"^QuACK takes rows of a multiple of 16 bytes, not {cols} × {size} B$"):
+            run_case_check(fam, fam.impls["quack"], Case("softmax", "quack", (3, cols), dtype, ()), 0, "cpu")
+    assert seen == [] and mod is registry.module("softmax")
+    for dtype, cols in (("bf16", 1000), ("fp32", 1000)):
+        row = run_case_check(fam, fam.impls["quack"], Case("softmax", "quack", (3, cols), dtype, ()), 0, "cpu")
+        assert row["status"] == "ok", row
+    assert seen == [(3, 1000), (3, 1000)]
