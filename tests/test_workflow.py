@@ -105,7 +105,8 @@ def _changed_config(tmp: Path, **changes) -> Path:
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     for key, value in changes.items():
         config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
-    path = tmp / "changed.yaml"
+    # named as config/test.yaml is: the tiny run's set (a config file's name names its set)
+    path = tmp / "test.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
 
