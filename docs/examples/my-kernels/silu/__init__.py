@@ -67,12 +67,14 @@ FAMILY = register_family(
     )
 )
 
-FAMILY.add(Impl("silu", "torch_naive", "torch", returns_new(silu_naive)))
-FAMILY.add(Impl("silu", "torch_fused", "torch", returns_new(silu_fused)))
-FAMILY.add(Impl("silu", "triton", "triton", silu_triton, triton_kernels=(silu_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("silu", "compiled", "compile", compiled(silu_naive)))
+FAMILY.add(Impl(FAMILY.name, "torch_naive", "torch", returns_new(silu_naive)))
+FAMILY.add(Impl(FAMILY.name, "torch_fused", "torch", returns_new(silu_fused)))
+FAMILY.add(Impl(FAMILY.name, "triton", "triton", silu_triton, triton_kernels=(silu_kernel,),
+                compile_specs=compile_specs))
+FAMILY.add(Impl(FAMILY.name, "compiled", "compile", compiled(silu_naive)))
+# (FAMILY.name, not "silu": a copy renamed by its `name=` alone is a family of its own.)
 # The CUDA ladder: each step is a variant of the `silu` op that binding.cpp defines; its idea and
 # prediction are in ladder.yaml.
 for step in ("scalar", "vec4"):
-    FAMILY.add(Impl("silu", "cuda", "cuda", cuda_op("silu", step), step=step, ladder="cuda_silu",
+    FAMILY.add(Impl(FAMILY.name, "cuda", "cuda", cuda_op("silu", step), step=step, ladder="cuda_silu",
                     cuda_kernels=(f"silu_{step}",)))
