@@ -158,6 +158,11 @@ def build_cuda(out_json: str, resources_csv: str, folder: str) -> dict:
     return info
 
 
+def _paths(paths: str | list[str] | None) -> list[str]:
+    """A rule's input given as one path or as several (a family's build.json, or none)."""
+    return [paths] if isinstance(paths, (str, os.PathLike)) else list(paths or [])
+
+
 def cuda_resources(family_csvs: list[str], out_csv: str) -> None:
     """The set's build/resources.csv: every family's registers, spills and shared memory."""
     import csv
@@ -222,7 +227,7 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
              len(checks), len(bad), len(rows))
 
 
-def profile(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[str],
+def profile(config: dict, kernels: list[str], build_json: str | list[str], out_csvs: list[str],
             trace_dirs: list[str]) -> None:
     """torch.profiler's top kernels of every implementation of the families, at each
     family's profile shape, with a Chrome trace each. One worker runs them all (the
@@ -254,7 +259,7 @@ def profile(config: dict, kernels: list[str], build_json: list[str], out_csvs: l
             works.append(((kernel, key), work))
             labels[kernel, key] = {**case.labels(), "impl": impl.impl, "step": impl.step}
     results = isolate.run_batch(works, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)),
-                                label=f"profile {len(kernels)} families")
+                                label=f"profile {', '.join(kernels)}")
     for kernel, out_csv in zip(kernels, out_csvs, strict=True):
         rows = []
         for name, _ in works:
@@ -270,7 +275,7 @@ def profile(config: dict, kernels: list[str], build_json: list[str], out_csvs: l
                                           "pct"])
 
 
-def ptx(config: dict, kernels: list[str], build_json: list[str], out_indexes: list[str]) -> None:
+def ptx(config: dict, kernels: list[str], build_json: str | list[str], out_indexes: list[str]) -> None:
     """Cross-compile every Triton kernel of the families, take every CUDA kernel's PTX and cubin
     from build_cuda (beside each family's build.json in ``build_json``), and pick out the evidence.
 
@@ -306,7 +311,7 @@ def ptx(config: dict, kernels: list[str], build_json: list[str], out_indexes: li
     workers = int((config.get("ptx") or {}).get("workers") or min(16, len(os.sched_getaffinity(0))))
     workers = max(1, min(workers, len(tasks)))
     t0 = time.perf_counter()
-    build_dirs = {Path(b).parent.name: Path(b).parent for b in build_json}
+    build_dirs = {Path(b).parent.name: Path(b).parent for b in _paths(build_json)}
     got = isolate.forked_map(ptxmod.timed_entries_for,
                              [(*tasks[i], arch, build_dirs.get(tasks[i][0])) for i in first], workers)
     done: dict[int, tuple[float, list[dict]]] = dict(zip(first, got, strict=True))
@@ -415,7 +420,8 @@ def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: lis
 # a family's files in a staging set (FAMILY: its name); the report reads these folders whole
 FAMILY_FILES = ("bench/FAMILY.csv", "bench/FAMILY.samples.json.gz", "check/FAMILY.csv", "autotune/FAMILY.csv",
                 "profile/FAMILY.csv", "profile/FAMILY", "ptx/FAMILY", "ncu/FAMILY.csv", "build/FAMILY",
-                "logs/measure/FAMILY.log", "logs/build_cuda/FAMILY.log", "report-FAMILY.md")
+                "logs/measure/FAMILY.log", "logs/build_cuda/FAMILY.log", "logs/profile/FAMILY.log",
+                "logs/ptx/FAMILY.log", "report-FAMILY.md")
 
 
 def prune_stage(stage: str | os.PathLike, kernels) -> list[str]:

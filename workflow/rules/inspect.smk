@@ -1,28 +1,27 @@
+# profile and ptx are jobs of one family each: adding a family or changing one profiles and
+# compiles only it (a process's start-up, CUPTI's on a GPU, is paid once per family)
 rule profile:
     input:
-        code=ALL_KERNEL_CODE,
-        build=cuda_builds(KERNELS),
-        # after the measure jobs: Triton kernels run the configs they tuned
-        tuned=per_kernel("autotune/{kernel}.csv"),
+        code=kernel_code,
+        build=family_build,
+        # after the measure job: Triton kernels run the configs they tuned
+        tuned=stage("autotune/{kernel}.csv"),
     output:
-        csv=[
-            report(
-                stage(f"profile/{k}.csv"),
-                caption="../../report/captions/profile.rst",
-                category="Profiles",
-                labels={"kernel": k},
-            )
-            for k in KERNELS
-        ],
-        traces=[directory(stage(f"profile/{k}")) for k in KERNELS],
+        csv=report(
+            stage("profile/{kernel}.csv"),
+            caption="../../report/captions/profile.rst",
+            category="Profiles",
+            labels={"kernel": "{kernel}"},
+        ),
+        traces=directory(stage("profile/{kernel}")),
     log:
-        stage("logs/profile.log"),
+        stage("logs/profile/{kernel}.log"),
     resources:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
-        kernels=KERNELS,
-        config=job_config(KERNELS),
+        kernels=lambda wildcards: [wildcards.kernel],
+        config=kernel_job_config(),
         env=job_env,
     script:
         "../scripts/profile.py"
@@ -30,16 +29,16 @@ rule profile:
 
 rule ptx:
     input:
-        code=ALL_KERNEL_CODE,
+        code=kernel_code,
         # CUDA kernels: the PTX and cubins of build_cuda's resource report, not a second compile
-        build=cuda_builds(KERNELS),
+        build=family_build,
     output:
-        index=per_kernel("ptx/{kernel}/index.json"),
+        index=stage("ptx/{kernel}/index.json"),
     log:
-        stage("logs/ptx.log"),
+        stage("logs/ptx/{kernel}.log"),
     params:
-        kernels=KERNELS,
-        config=job_config(KERNELS, ["ptx"]),
+        kernels=lambda wildcards: [wildcards.kernel],
+        config=kernel_job_config("ptx"),
         env=job_env,
     script:
         "../scripts/ptx.py"

@@ -4,7 +4,7 @@ with pipeline.job(snakemake.log[0], gpu=snakemake.resources.get("gpu", 0), **sna
     pipeline.profile(
         snakemake.params.config,
         snakemake.params.kernels,
-        list(snakemake.input.build),
-        snakemake.output.csv,
-        snakemake.output.traces,
+        snakemake.input.build,
+        [snakemake.output.csv],
+        [snakemake.output.traces],
     )
