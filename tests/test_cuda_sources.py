@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from kernellab import cuda_build
+from kernellab.io import read_text
 from kernellab.testing import nvcc_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -267,11 +268,6 @@ def test_ptx_takes_the_cuda_code_from_the_build(cuda_resources, monkeypatch, tmp
             assert ("sass" in entry["files"]) == (cuda_build.find_cuobjdump() is not None)
             src = ptx.cuda_source_of(fam, entry["name"])
             built = cuda_build.cubin_path(cuda_resources["dir"], src.resolve(), 90).with_suffix(".ptx").read_text()
-            dumped = ptx.split_ptx(cuda_build_text(tmp_path / entry["files"]["ptx"]))
+            dumped = ptx.split_ptx(read_text(tmp_path / entry["files"]["ptx"]))
             assert dumped and all(body in built for body in dumped.values())
 
-
-def cuda_build_text(path: Path) -> str:
-    import gzip
-
-    return gzip.decompress(path.read_bytes()).decode()
