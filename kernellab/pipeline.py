@@ -472,8 +472,9 @@ def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = (
 
     def ignore(directory, names):
         # build products (the ptx/ folder holds each kernel's PTX and SASS, compressed)
+        # (and Snakemake's marker in a directory output)
         return [n for n in names if n.endswith((".so", ".o", ".tmp", ".cubin", ".ptx"))
-                or n in ("tmp", "temp", "__pycache__")]
+                or n in ("tmp", "temp", "__pycache__", ".snakemake_timestamp")]
 
     shutil.copytree(stage, new, ignore=ignore)
     if dest.exists():

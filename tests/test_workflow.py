@@ -1,7 +1,9 @@
 """The workflow itself: a dry run of the default config, and the tiny config end to end on
 the CPU in a temporary directory, uninterrupted and killed half-way then resumed."""
 
+import fnmatch
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +50,19 @@ def test_tiny_cpu_run_produces_the_results_contract(tiny_run):
     html = (out / "report.html").read_text()
     assert "CPU run" in html
     assert list((out / "ptx" / "gelu").glob("*.ptx.xz")), "Triton PTX is produced without a GPU"
+
+
+@pytest.mark.slow
+def test_the_readme_outputs_table_names_every_file_of_a_set(tiny_run):
+    """Each file of a published set matches a row of the README's table of outputs (its name, or
+    its folder's pattern: `check/<kernel>.csv`, `ptx/<kernel>/`, `build/`, `logs/`)."""
+    out, _ = tiny_run
+    table = (ROOT / "README.md").read_text().split("## What a run gives you", 1)[1].split("\n\n| status", 1)[0]
+    names = {n.replace("<kernel>", "*") for n in re.findall(r"`([^`]+)`", table)}
+    patterns = [n + "*" if n.endswith("/") else n for n in names]  # a folder's row covers its files
+    files = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()]
+    unlisted = [f for f in files if not any(fnmatch.fnmatch(f, n) for n in patterns)]
+    assert not unlisted, f"files of a set that the README's outputs table does not name: {unlisted}"
 
 
 @pytest.mark.slow
