@@ -22,6 +22,12 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 
 
+# the profile's quiet is for a real run's terminal: a dry run and the log file keep the detail
+from kernellab.progress import keep_snakemake_detail
+
+keep_snakemake_detail(logger, workflow.output_settings)
+
+
 container: config["container"]
 
 
@@ -38,6 +44,13 @@ rule all:
     default_target: True
     input:
         expand(rules.publish.output, set=SETS),
+
+
+onstart:
+    from kernellab.pipeline import write_run_plan
+
+    # each family's work, for the measure jobs' estimate of the run's time left
+    write_run_plan(config, config["staging"], SETS)
 
 
 onerror:

@@ -142,9 +142,16 @@ def tiny_run(tmp_path_factory):
                            "--config", f"staging={tmp / 'staging'}", f"results={tmp / 'results'}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    (tmp / "terminal.txt").write_text(proc.stdout + proc.stderr)  # what the user saw: tiny_terminal
     sets = [p for p in (tmp / "results").iterdir() if p.is_dir()]
     assert len(sets) == 1
     return sets[0], time.time() - t0
+
+
+@pytest.fixture(scope="session")
+def tiny_terminal(tiny_run) -> str:
+    """What the tiny run printed (its stdout and stderr)."""
+    return (tiny_run[0].parents[1] / "terminal.txt").read_text()
 
 
 @pytest.fixture(scope="session")

@@ -17,13 +17,13 @@ import contextlib
 import functools
 import logging
 import math
-import sys
 import time
 from typing import Iterator
 
 from kernellab import isolate, runtime
 from kernellab.cases import Case, KernelPlan, shape_str
 from kernellab.errors import Unavailable
+from kernellab.progress import ImplWork, Progress
 from kernellab.registry import Family, Impl
 from kernellab.timing import TimingConfig, measure
 
@@ -299,10 +299,36 @@ def _fill_missing(records: list[dict], problem: str, family: Family, impl: Impl,
     return records + [{**_base(family, impl, c), **extra, "status": status, "reason": reason} for c in missing]
 
 
+# backends that need a CUDA GPU: without one their cases are unavailable at once
+GPU_ONLY = ("cuda", "liger", "quack")
+
+
+def impl_works(family: Family, plan: KernelPlan, device: str, seeds: list[int] | None, tune: bool = True
+               ) -> dict[str, ImplWork]:
+    """Each implementation's records in a measure job, for the progress estimate."""
+    works = {}
+    for key in plan.impl_keys(family):
+        impl = family.impls[key]
+        bench = plan.cases(family, impl)
+        tunes = 0
+        if tune and impl.backend == "triton" and impl.triton_kernels:
+            configs = sum(len(getattr(k, "configs", None) or [1]) for k in impl.triton_kernels)
+            tuned = bench
+            if device != "cuda":  # the interpreter tunes on the smallest shape (measure_family)
+                smallest = min(plan.shapes, key=lambda s: (math.prod(s), s)) if plan.shapes else None
+                tuned = [c for c in bench if c.shape == smallest]
+            tunes = configs * len(tuned)
+        works[key] = ImplWork(checks=len(plan.cases(family, impl, for_check=True)) * len(seeds or []),
+                              benches=len(bench), tunes=tunes, dtypes=len({c.dtype for c in bench}) or 1,
+                              backend=impl.backend, runs_here=device == "cuda" or impl.backend not in GPU_ONLY,
+                              interpreted=device != "cuda" and impl.backend == "triton")
+    return works
+
+
 def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: float, isolate_workers: bool = True,
                    seeds: list[int] | None = None, cfg: TimingConfig | None = None,
-                   tune_cfg: TimingConfig | None = None, compile_workers: int = 1, ahead: int = 0
-                   ) -> tuple[list[dict], list[dict], list[dict]]:
+                   tune_cfg: TimingConfig | None = None, compile_workers: int = 1, ahead: int = 0,
+                   run_left=None) -> tuple[list[dict], list[dict], list[dict]]:
     """(check rows, bench rows, autotune rows) of every implementation of the plan, each
     implementation in its own worker (``measure_impl``). No ``seeds``: no checks; no
     ``cfg``: no benchmark; no ``tune_cfg``: no autotuning (else every autotuned Triton
@@ -314,9 +340,11 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
     from kernellab.prepare import preparation
 
     keys = plan.impl_keys(family)
-    sizes = {k: len(plan.cases(family, family.impls[k], for_check=True)) * len(seeds or [])
-             + len(plan.cases(family, family.impls[k])) for k in keys}
-    progress = Progress(family.name, sum(sizes.values()))
+    # the cases of each implementation as summary.csv counts them: its benchmark cases
+    sizes = {k: len(plan.cases(family, family.impls[k])) for k in keys}
+    progress = Progress(family.name, sum(sizes.values()),
+                        works=impl_works(family, plan, device, seeds, tune_cfg is not None),
+                        run_left=run_left)
     works, plans = [], []
     for key in keys:
         impl = family.impls[key]
@@ -331,12 +359,12 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
             tune = (tune_cases, tune_cfg, compile_workers)
         work = functools.partial(measure_impl, family, impl, check_cases, bench_cases, seeds or [], cfg, device,
                                  tune)
-        rows = [0]  # check and bench rows of this implementation so far
+        rows = [0]  # bench rows of this implementation so far
 
         def running(record, key=key, rows=rows):
-            if record is not None and record[0] in ("check", "bench"):
-                rows[0] += 1
-                progress.case(key, record[1])
+            if record is not None and record[0] in ("check", "bench", "autotune"):
+                rows[0] += record[0] == "bench"
+                progress.case(key, record[1], record[0])
             progress.running(key, rows[0])
 
         bench_shapes = {b.shape for b in bench_cases}
@@ -362,69 +390,6 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
         if cfg is not None:
             benches += _fill_missing(got["bench"], problem, family, impl, bench_cases, {"mode": cfg.mode})
     return checks, benches, tunes
-
-
-class Progress:
-    """One line on the terminal per implementation measured: cases done out of the family's,
-    time so far and an estimate of the time left. (A job's own output goes to its log; the
-    terminal is the process's original stderr, which Snakemake shows.)"""
-
-    # failing cases named one by one, per family; the rest are counted on the "done" lines (the
-    # closing summary and the report list them all)
-    MAX_NAMED = 10
-
-    def __init__(self, family: str, total: int, stream=None, every_s: float = 15.0, clock=time.monotonic):
-        self.family, self.total, self.count = family, max(total, 1), 0
-        self.stream, self.every_s, self.clock = stream, every_s, clock
-        self.t0 = self.last = clock()
-        self.bad: dict[str, set] = {}  # implementation -> its cases that failed or raised
-
-    def _print(self, line: str) -> str:
-        print(line, file=self.stream or sys.__stderr__, flush=True)
-        return line
-
-    def _line(self, impl: str, state: str, count: int, problem: str = "") -> str:
-        self.last = self.clock()
-        elapsed = self.last - self.t0
-        left = elapsed / count * (self.total - count) if count else float("nan")
-        bad = len(self.bad.get(impl, ()))
-        return self._print(f"measure {self.family}: {impl} {state}, {count}/{self.total} cases, {elapsed:.0f} s"
-                           + (f", about {left:.0f} s left" if 0 < count < self.total else "")
-                           + (f", {bad} case{'s' * (bad != 1)} failed" if bad and state == "done" else "")
-                           + (f" ({problem.splitlines()[0][:80]})" if problem else ""))
-
-    def case(self, impl: str, row: dict) -> str | None:
-        """A check or bench record as it arrives: a case that failed or raised is named at once
-        (implementation, shape, dtype, parameters, status and reason), once per case."""
-        status = row.get("status", "ok")
-        if status in ("ok", "unavailable"):
-            return None
-        case = (row.get("shape"), row.get("dtype"), row.get("params") or "")
-        mine = self.bad.setdefault(impl, set())
-        if case in mine:
-            return None
-        mine.add(case)
-        named = sum(map(len, self.bad.values()))
-        if named > self.MAX_NAMED:
-            return None
-        shape, dtype, params = case
-        reason = str(row.get("reason") or "").splitlines()[0][:200] if row.get("reason") else ""
-        line = (f"measure {self.family}: {impl} {shape} {dtype}{' ' + params if params else ''} "
-                f"{status.upper()}: {reason or 'no reason recorded'}")
-        if named == self.MAX_NAMED:
-            line += f"\nmeasure {self.family}: further failing cases are counted, not named (the report lists all)"
-        return self._print(line)
-
-    def running(self, impl: str, rows: int) -> str | None:
-        """While an implementation runs (a Triton one under the interpreter can take minutes):
-        a line at most every ``every_s`` seconds, so a job is never silent for long."""
-        if self.clock() - self.last < self.every_s:
-            return None
-        return self._line(impl, "running", min(self.count + rows, self.total))
-
-    def done(self, impl: str, cases: int, problem: str = "") -> str:
-        self.count += cases
-        return self._line(impl, "done", self.count, problem)
 
 
 __all__ = ["CHECK_COLUMNS", "compare", "measure_family", "shape_str"]

@@ -37,7 +37,7 @@ def logged(log_path: str | None):
         # raised from the KeyboardInterrupt: an interruption too
         if not _caused_by_interrupt(exc):
             raise
-        print(INTERRUPTED, file=sys.__stderr__, flush=True)
+        print(INTERRUPTED, file=sys.__stderr__, flush=True)  # fd 2 is the terminal again here
         raise SystemExit(130) from None
 
 
@@ -79,8 +79,17 @@ def _to_log(log_path: str | None):
         yield
         return
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    from kernellab import progress
+
     with open(log_path, "w") as fh:
         old_out, old_err = sys.stdout, sys.stderr
+        # file descriptors 1 and 2 too, for what C code and the workers print (Kineto's
+        # "USDT ... profiler_start" lines): the terminal keeps a copy for the progress lines
+        sys.stdout.flush(), sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        terminal = os.fdopen(os.dup(2), "w", buffering=1)
+        os.dup2(fh.fileno(), 1), os.dup2(fh.fileno(), 2)
+        progress.set_terminal(terminal)
         sys.stdout = sys.stderr = fh
         handler = logging.StreamHandler(fh)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -91,6 +100,12 @@ def _to_log(log_path: str | None):
         finally:
             logging.getLogger().removeHandler(handler)
             sys.stdout, sys.stderr = old_out, old_err
+            fh.flush()
+            os.dup2(saved[0], 1), os.dup2(saved[1], 2)
+            progress.set_terminal(None)
+            for fd in saved:
+                os.close(fd)
+            terminal.close()
 
 
 def target_of(config: dict) -> str:
@@ -116,6 +131,32 @@ def _plan(config: dict, kernel: str):
     return kernel_plan(kernel, config["kernels"][kernel], target_of(config))
 
 
+def run_plan_path(set_dir: str | Path) -> Path:
+    """Where a run leaves each family's work for the measure jobs' estimate of the run (beside
+    the set's staging folder, so that it is never published)."""
+    return Path(set_dir).parent / ".run" / f"{Path(set_dir).name}.json"
+
+
+def write_run_plan(config: dict, staging: str, sets) -> None:
+    """Each family's measure work (``kernellab.progress.ImplWork`` units) for every set of the
+    run: the measure jobs turn it into an estimate of the run's time left."""
+    from kernellab import progress, registry
+    from kernellab.harness import impl_works
+
+    device = "cuda" if target_of(config) == "gpu" else "cpu"
+    seeds = list((config.get("check") or {}).get("seeds") or [])
+    works = {}
+    for kernel in config["kernels"]:
+        try:
+            w = impl_works(registry.family(kernel), _plan(config, kernel), device, seeds)
+        except Exception as exc:  # noqa: BLE001 - an estimate: a family it cannot plan is left out
+            log.info("no estimate of %s's measure job: %s", kernel, exc)
+            continue
+        works[kernel] = sum(x.total for x in w.values())
+    for name in sets:
+        progress.write_plan(run_plan_path(Path(staging) / name), works)
+
+
 # ------------------------------------------------------------------ rules
 def survey(out_json: str) -> dict:
     device = runtime.setup()
@@ -137,7 +178,7 @@ def build_cuda(out_json: str, resources_csv: str, folder: str) -> dict:
     not compile is named, and its CUDA implementations say so (no library is built)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kernellab import cuda_build
+    from kernellab import cuda_build, progress
 
     out_dir = Path(out_json).parent
     family = Path(folder).name
@@ -149,7 +190,7 @@ def build_cuda(out_json: str, resources_csv: str, folder: str) -> dict:
         rows = report.result()
     for why in rows.failures.values():
         log.error("build_cuda: %s left out: %s", family, why)
-        print(f"kernellab: CUDA of family {family!r} left out: {why}", file=sys.__stderr__)
+        print(f"kernellab: CUDA of family {family!r} left out: {why}", file=progress.terminal())
     if rows.failures:
         info = cuda_build.build_extension(out_dir, folder=folder, skip=rows.failures)
     write_csv(resources_csv, rows, columns=RESOURCE_COLUMNS)
@@ -194,6 +235,7 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
             samples_json: str, autotune_csv: str) -> None:
     """Autotuning, correctness checks and benchmarks of one family: each implementation
     is tuned (Triton), checked and benchmarked in one worker, so each compile happens once."""
+    from kernellab import progress
     from kernellab.harness import CHECK_COLUMNS, measure_family
     from kernellab.timing import TimingConfig
 
@@ -211,7 +253,9 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
     checks, rows, tunes = measure_family(fam, _plan(config, kernel), device, timeout_s,
                                          bool(config.get("isolate", True)), seeds=list(config["check"]["seeds"]),
                                          cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers,
-                                         ahead=int(config.get("compile_ahead", 0)))
+                                         ahead=int(config.get("compile_ahead", 0)),
+                                         run_left=progress.run_left(run_plan_path(Path(check_csv).parents[1]),
+                                                                    Path(check_csv).parents[1], kernel))
     write_csv(autotune_csv, tunes, columns=["kernel", "impl_key", "impl", "step", "triton_kernel", "shape", "dtype",
                                             "params", "config", "median_us", "status", "reason", "is_best"])
     write_csv(check_csv, checks, columns=CHECK_COLUMNS)
