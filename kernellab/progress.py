@@ -247,20 +247,20 @@ def keep_snakemake_detail(logger, output_settings) -> None:
     """The profile's ``quiet`` is for the terminal of a real run: a dry run (``-n``) still lists
     its jobs, and Snakemake's log file (.snakemake/log/, its handler made after the Snakefile is
     read, from ``output_settings``) keeps every job block."""
+    import logging
+
     quiet = set(getattr(output_settings, "quiet", None) or ())
-    dryrun = False
+    dryrun = any(getattr(f, "dryrun", False) for h in logger.handlers for f in h.filters)
     for handler in logger.handlers:
+        detail = dryrun or isinstance(handler, logging.FileHandler)
         for f in handler.filters:
             if hasattr(f, "quiet") and hasattr(f, "dryrun"):  # Snakemake's DefaultFilter
-                dryrun = dryrun or f.dryrun
-                f.quiet = set() if f.dryrun else set(quiet)
+                f.quiet = set() if detail else set(quiet)
         if hasattr(handler.formatter, "quiet"):
-            handler.formatter.quiet = set() if dryrun else set(quiet)
+            handler.formatter.quiet = set() if detail else set(quiet)
+        if not detail and "progress" in {str(getattr(q, "name", q)).lower() for q in quiet}:
+            handler.addFilter(_scheduler_chatter)
     if quiet and not dryrun:
-        if "progress" in {str(getattr(q, "name", q)).lower() for q in quiet}:
-            for handler in logger.handlers:
-                if any(hasattr(f, "dryrun") for f in handler.filters):
-                    handler.addFilter(_scheduler_chatter)
         try:
             output_settings.quiet = set()
         except (AttributeError, TypeError):  # a frozen settings object: the log file stays quiet
