@@ -17,7 +17,7 @@ import pytest
 import torch
 import yaml
 
-from kernellab import pipeline, registry
+from kernellab import assemble, registry
 from kernellab.cases import Case
 from kernellab.harness import Progress, check_impl, where_raised
 from kernellab.run_summary import closing, finish
@@ -50,12 +50,12 @@ def _set(tmp: Path, edit) -> Path:
                 path.write_text("\n")  # what write_csv gives for no rows and no columns
             else:
                 df.to_csv(path, index=False)
-    pipeline.aggregate(_config(), None, str(stage / "survey.json"),
+    assemble.aggregate(_config(), None, str(stage / "survey.json"),
                        [str(stage / "bench" / f"{k}.csv") for k in KERNELS],
                        [str(stage / "check" / f"{k}.csv") for k in KERNELS], [], [],
                        str(stage / "summary.csv"), str(stage / "ladders.json"), str(stage / "environment.json"),
                        command="snakemake --cores 1")
-    pipeline.report(str(stage), [], [])
+    assemble.report(str(stage), [], [])
     return stage
 
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from kernellab import assemble, cuda_ext
 from kernellab import config as kl_config
-from kernellab import cuda_ext, pipeline
 from kernellab.errors import ConfigError, Unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,7 +124,7 @@ def test_prune_stage_removes_the_files_of_families_the_run_does_not_measure(tmp_
             (tmp_path / f.format(family)).write_text("x")
     for f in ("build/resources.csv", "summary.csv", "report.md"):
         (tmp_path / f).write_text("x")
-    assert pipeline.prune_stage(tmp_path, ["gelu"]) == ["silu"]
+    assert assemble.prune_stage(tmp_path, ["gelu"]) == ["silu"]
     left = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()}
     assert left == {f.format("gelu") for f in files} | {"build/resources.csv", "summary.csv", "report.md"}
 
@@ -151,7 +151,7 @@ def test_each_family_loads_its_own_build(tmp_path):
             cuda_ext.ops("softmax")
     finally:
         cuda_ext.configure(None)
-    summary = pipeline.build_summary(builds)
+    summary = assemble.build_summary(builds)
     assert summary["status"] == "unavailable" and summary["families"] == {"bad": "unavailable", "gelu": "unavailable"}
     assert "gelu: no nvcc here" in summary["reason"]
 

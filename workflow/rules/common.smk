@@ -117,34 +117,38 @@ wildcard_constraints:
     set="|".join(re.escape(name) for name in SETS),
 
 
-# the harness's code; kernellab/testing.py serves the tests only (editing it reruns nothing)
-CORE_CODE = sorted(
-    str(p.relative_to(ROOT))
-    for p in (ROOT / "kernellab").glob("*.py")
-    if p.name != "testing.py"
-)
-
-
 CODE_DIR = Path(config["staging"], ".code")
-# the code of each family's jobs: its folder and the harness, as one stamp file each
+SCRIPTS = ROOT / "workflow" / "scripts"
+
+
+def job_code(script, kernels):
+    """What a job of ``script`` runs for ``kernels``: their folders, and the kernellab modules
+    that the script and those folders import (found by kernellab.imports, not listed by hand):
+    editing the report reruns no measurement, editing the timer every one."""
+    from kernellab.imports import reachable
+
+    files = [f for k in kernels for f in folder_files(FAMILY_DIRS[k])]
+    roots = [SCRIPTS / script] + [f for f in files if f.endswith(".py")]
+    return files + reachable(roots)
+
+
+# the code of each family's jobs of each rule, as one stamp file each
 KERNEL_CODE = {
-    k: manifest.stamp(
-        CODE_DIR / f"{k}.sha256", folder_files(FAMILY_DIRS[k]) + CORE_CODE
+    (rule, k): manifest.stamp(
+        CODE_DIR / f"{rule}-{k}.sha256", job_code(f"{rule}.py", [k])
     )
+    for rule in ("measure", "profile", "ptx")
     for k in KERNELS
 }
 
 
-def kernel_code(wildcards):
-    """The stamp of the kernel's folder and the harness: a change to either reruns its jobs."""
-    return KERNEL_CODE[wildcards.kernel]
+def kernel_code(rule):
+    """The input function of ``rule``'s stamp: a change to the code its job runs reruns it."""
+    return lambda wildcards: KERNEL_CODE[rule, wildcards.kernel]
 
 
-# every family's folder and the harness: the input of the rules that run all families in one job
-ALL_KERNEL_CODE = manifest.stamp(
-    CODE_DIR / "all.sha256",
-    {f for k in KERNELS for f in folder_files(FAMILY_DIRS[k])} | set(CORE_CODE),
-)
+# the code of ncu's one job for every family it profiles
+NCU_CODE = manifest.stamp(CODE_DIR / "ncu.sha256", job_code("ncu.py", NCU_KERNELS))
 # what a family's library is built from: its folder's CUDA, the shared headers, setup.py
 CUDA_SOURCES = {
     k: manifest.stamp(

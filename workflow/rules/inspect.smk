@@ -2,7 +2,7 @@
 # compiles only it (a process's start-up, CUPTI's on a GPU, is paid once per family)
 rule profile:
     input:
-        code=kernel_code,
+        code=kernel_code("profile"),
         build=family_build,
         # after the measure job: Triton kernels run the configs they tuned
         tuned=stage("autotune/{kernel}.csv"),
@@ -29,7 +29,7 @@ rule profile:
 
 rule ptx:
     input:
-        code=kernel_code,
+        code=kernel_code("ptx"),
         # CUDA kernels: the PTX and cubins of build_cuda's resource report, not a second compile
         build=family_build,
     output:
@@ -46,7 +46,7 @@ rule ptx:
 
 rule ncu:
     input:
-        code=ALL_KERNEL_CODE,
+        code=NCU_CODE,
         build=cuda_builds(NCU_KERNELS),
         # after the measure jobs: Triton kernels run the configs they tuned
         tuned=per_kernel("autotune/{kernel}.csv", NCU_KERNELS),

@@ -1,6 +1,6 @@
 rule measure:
     input:
-        code=kernel_code,
+        code=kernel_code("measure"),
         build=family_build,
         survey=rules.survey.output.json,
     output:

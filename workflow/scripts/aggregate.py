@@ -1,9 +1,9 @@
 import os
 
-from kernellab import pipeline
+from kernellab import assemble, pipeline
 
 with pipeline.logged(snakemake.log[0]):
-    pipeline.aggregate(
+    assemble.aggregate(
         snakemake.params.config,
         stage=None,
         survey_json=snakemake.input.survey,

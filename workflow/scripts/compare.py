@@ -1,7 +1,7 @@
-from kernellab import pipeline
+from kernellab import assemble, pipeline
 
 with pipeline.logged(snakemake.log[0]):
-    pipeline.compare(
+    assemble.compare(
         snakemake.input.a,
         snakemake.input.b,
         snakemake.wildcards.a,

@@ -1,4 +1,4 @@
-from kernellab import pipeline
+from kernellab import assemble, pipeline
 
 with pipeline.logged(snakemake.log[0]):
-    pipeline.publish(snakemake.params.stage, snakemake.params.results)
+    assemble.publish(snakemake.params.stage, snakemake.params.results)

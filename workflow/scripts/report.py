@@ -1,7 +1,7 @@
-from kernellab import pipeline
+from kernellab import assemble, pipeline
 
 with pipeline.logged(snakemake.log[0]):
-    pipeline.report(
+    assemble.report(
         stage_set_dir=snakemake.input.summary.rsplit("/", 1)[0],
         others=snakemake.params.compared["others"],
         references=snakemake.params.compared["references"],

@@ -1,0 +1,120 @@
+"""A job reruns for the code it runs: a measure job's code stamp holds its family's folder and the
+kernellab modules its script and that folder import (kernellab.imports), not the whole package.
+Editing the report reruns no measurement; editing the timer reruns every one."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernellab.imports import reachable
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "workflow" / "scripts"
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_every_kind_of_kernellab_import_is_followed_and_nothing_else(tmp_path):
+    _write(tmp_path, {
+        "entry.py": "from kernellab import a\n",
+        # a module imports at the top, inside a function, and names an attribute of another
+        "kernellab/a.py": "import os\nfrom kernellab.b import helper\n\n\ndef later():\n"
+                          "    import kernellab.sub.d\n",
+        "kernellab/b.py": "helper = 1\n",
+        "kernellab/sub/__init__.py": "",
+        "kernellab/sub/d.py": "from .e import y\n",  # relative, inside the package
+        "kernellab/sub/e.py": "y = 2\n",
+        "kernellab/unused.py": "from kernellab import a\n",
+    })
+    found = reachable([tmp_path / "entry.py"], tmp_path / "kernellab")
+    assert [Path(f).relative_to(tmp_path).as_posix() for f in found] == [
+        "kernellab/a.py", "kernellab/b.py", "kernellab/sub/__init__.py", "kernellab/sub/d.py", "kernellab/sub/e.py"]
+
+
+def _names(files) -> set[str]:
+    return {Path(f).relative_to(ROOT / "kernellab").as_posix() for f in files}
+
+
+def test_a_measure_job_runs_the_harness_and_the_timer_not_the_report():
+    family = sorted(str(p) for p in (ROOT / "kernels" / "gelu").glob("*.py") if not p.name.startswith("test_"))
+    code = _names(reachable([SCRIPTS / "measure.py", *family]))
+    assert {"pipeline.py", "harness.py", "timing.py", "registry.py", "kit.py"} <= code
+    assert not {n for n in code if n.startswith("report/")}
+    assert not code & {"aggregate.py", "assemble.py", "compare.py", "run_summary.py", "testing.py"}
+
+
+@pytest.mark.parametrize("script", ["profile.py", "ptx.py", "ncu.py"])
+def test_the_other_family_jobs_leave_the_report_out_too(script):
+    code = _names(reachable([SCRIPTS / script]))
+    assert "pipeline.py" in code and not {n for n in code if n.startswith(("report/", "aggregate", "assemble"))}
+
+
+def test_the_aggregate_and_report_jobs_do_reach_their_code():
+    assert {"aggregate.py", "assemble.py"} <= _names(reachable([SCRIPTS / "aggregate.py"]))
+    assert "report/render.py" in _names(reachable([SCRIPTS / "report.py"]))
+
+
+# ---------------------------------------------------------------- through the workflow itself
+TREE = ("Snakefile", "workflow", "kernellab", "kernels", "config", "profiles", "report")
+
+
+def _run(tree: Path, tmp: Path, *args) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/test.yaml", *args,
+           "--config", f"staging={tmp / 'staging'}", f"results={tmp / 'results'}"]
+    return subprocess.run(cmd, cwd=tree, capture_output=True, text=True, timeout=600)
+
+
+def _jobs(proc) -> list[str]:
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return [line.split()[1].rstrip(":") for line in proc.stdout.splitlines()
+            if line.startswith(("rule ", "localrule "))]
+
+
+@pytest.fixture
+def done_tree(tmp_path):
+    """A copy of the project whose tiny run looks complete: every output of config/test.yaml's
+    run present and in order (``--touch``), no job run. Edits to the copy touch no one else."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in TREE:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, tree / name)
+    (tree / "reference").symlink_to(ROOT / "reference")
+    summary = _run(tree, tmp_path, "--summary")
+    assert summary.returncode == 0, summary.stderr[-3000:]
+    for line in summary.stdout.splitlines()[1:]:
+        path = Path(line.split("\t")[0])
+        if path.suffix:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        else:  # a directory output (profile/<kernel>, plots)
+            path.mkdir(parents=True, exist_ok=True)
+    # mtimes in the DAG's order; its onsuccess may complain of the empty summary: no matter
+    _run(tree, tmp_path, "--touch")
+    return tree, tmp_path
+
+
+def test_editing_the_report_reruns_no_measurement_and_the_timer_every_one(done_tree):
+    tree, tmp = done_tree
+    with open(tree / "kernellab" / "report" / "fmt.py", "a") as fh:
+        fh.write("\n# an edit of the report\n")
+    jobs = _jobs(_run(tree, tmp, "-n"))
+    assert not {"measure", "profile", "ptx", "ncu"} & set(jobs), jobs
+
+    with open(tree / "kernellab" / "timing.py", "a") as fh:
+        fh.write("\n# an edit of the timer\n")
+    proc = _run(tree, tmp, "-n")
+    jobs = _jobs(proc)
+    assert jobs.count("measure") == 2, jobs  # config/test.yaml's two families, each for its stamp
+    for kernel in ("gelu", "vector_add"):
+        assert f"Updated input files: {tmp / 'staging' / '.code' / f'measure-{kernel}.sha256'}" in proc.stdout
