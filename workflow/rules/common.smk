@@ -248,3 +248,18 @@ def job_env(wildcards):
         "slots": GPU_SLOTS,
         "expect_set": wildcards.set if config["hardware"] else "",
     }
+
+
+def take_run_lock():
+    """One run at a time per staging folder (kernellab.runlock), held until this process ends.
+
+    Called first thing in the Snakefile's onstart: Snakemake calls onstart in the main process
+    of a run with jobs to do, never in a dry run, --lint or --summary, nor in a job process it
+    spawns or a cluster job (both get --no-hooks). Parsing cannot tell these apart: Snakemake
+    9.27 sets workflow.dryrun and workflow.executor_plugin after it."""
+    from kernellab.runlock import RunLocked, acquire
+
+    try:
+        acquire(config["staging"])
+    except RunLocked as exc:
+        raise WorkflowError(str(exc)) from None
