@@ -205,3 +205,84 @@ def test_what_failed_is_said_at_the_terminal_in_the_set_and_in_the_exit_status(o
     assert raised in html.unescape((out / "report.html").read_text())
     job_log = (out / "logs" / "measure" / "sqrelu.log").read_text()
     assert "Traceback (most recent call last)" in job_log and "undefined_name" in job_log
+
+
+def _readme_block(lang: str, after: str) -> str:
+    """The first ``lang`` code block of README's "Add your own kernel" after the text ``after``."""
+    section = (ROOT / "README.md").read_text().split("## Add your own kernel", 1)[1].split("\n## ", 1)[0]
+    return section.split(after, 1)[1].split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow
+def test_the_readme_walk_through_copy_rename_run_alone_then_break_it(tmp_path):
+    """README's "Add your own kernel" as written: its copy-and-rename lines (run where `docs/` is the
+    repository's), its my-config.yaml (only ``kernel_dirs`` made absolute), run alone with its
+    command. Then the family broken as a newcomer breaks it, each run alone again: no `out_like`
+    and a syntax error (named at load with the fix or the file:line, exit status 1, the earlier set
+    left whole), wrong numbers and an exception (named at the terminal with file:line, exit status
+    1, the set published again with only this family's rows)."""
+    work = tmp_path / "lab"
+    work.mkdir()
+    (work / "docs").symlink_to(ROOT / "docs")
+    copy = _readme_block("bash", "Copy the example")
+    subprocess.run(["bash", "-euc", copy], cwd=work, check=True)
+    mine = tmp_path / "my-kernels" / "mine"
+    assert 'name="mine"' in (mine / "__init__.py").read_text()
+    config = yaml.safe_load(_readme_block("yaml", "**Run it.**"))
+    assert config["kernel_dirs"] == ["kernels", "../my-kernels"] and list(config["kernels"]) == ["mine"]
+    config["kernel_dirs"] = ["kernels", str(tmp_path / "my-kernels")]
+    (tmp_path / "my-config.yaml").write_text(yaml.safe_dump(config))
+    alone = next(ln for ln in _readme_block("bash", "**Run it.**").splitlines() if "yours alone" in ln)
+    argv = alone.split("#")[0].split()
+    assert argv[:4] == ["snakemake", "--cores", "1", "--configfile"]
+
+    def run():
+        return subprocess.run([sys.executable, "-m", *argv[:4], str(tmp_path / "my-config.yaml"), "--config",
+                               f"staging={tmp_path / 'staging'}", f"results={tmp_path / 'results'}"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=1500)
+
+    proc = run()
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-5000:]
+    (out,) = list((tmp_path / "results").iterdir())
+    assert out.name.endswith("-my-config")  # its own set: never the full one
+    df = pd.read_csv(out / "summary.csv", keep_default_na=False)
+    assert set(df["kernel"]) == {"mine"}
+    ran = df[df["backend"] != "cuda"]
+    assert (ran["status"] == "ok").all() and (ran["check_status"] == "ok").all()
+    before = (out / "summary.csv").read_bytes()
+
+    source = (mine / "__init__.py").read_text()
+    broken = {
+        "out_like": source.replace("        out_like=lambda x: torch.empty_like(x),\n", ""),
+        "syntax": source.replace("def reference(x):", "def reference(x)"),
+    }
+    for what, text in broken.items():
+        (mine / "__init__.py").write_text(text)
+        proc = run()
+        log = proc.stdout + proc.stderr
+        assert proc.returncode == 1, log[-3000:]
+        assert "kernel family 'mine' skipped" in log
+        assert ("out_like is not set: give Family(out_like=...)" if what == "out_like"
+                else f"{mine / '__init__.py'}:") in log
+        assert "Traceback" not in log
+        assert (out / "summary.csv").read_bytes() == before, what  # the earlier set, whole
+
+    wrong = source.replace("def silu_naive(x):\n    return x * torch.sigmoid(x)",
+                           "def silu_naive(x):\n    return x * torch.sigmoid(x) + 1")
+    wrong = wrong.replace("def silu_triton(out, x):\n", "def silu_triton(out, x):\n    raise_here(x)\n")
+    assert wrong.count("+ 1") == 1 and "raise_here" in wrong
+    (mine / "__init__.py").write_text(wrong)
+    line = next(n for n, text in enumerate(wrong.splitlines(), 1) if "raise_here" in text)
+    proc = run()
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 1, log[-3000:]
+    raised = f"NameError: name 'raise_here' is not defined (at mine/__init__.py:{line})"
+    assert re.search(rf"measure mine: triton \S+ \S+ ERROR: {re.escape(raised)}", log)
+    assert re.search(r"measure mine: torch_naive \S+ \S+ FAILED: relative error", log)
+    assert "kernellab: run complete, with failures" in log
+    df = pd.read_csv(out / "summary.csv", keep_default_na=False)
+    assert set(df["kernel"]) == {"mine"}
+    assert set(df[df["impl_key"] == "triton"]["status"]) == {"error"}
+    assert set(df[df["impl_key"] == "torch_naive"]["check_status"]) - {"ok"}
+    assert set(df[df["impl_key"] == "torch_fused"]["status"]) == {"ok"}
