@@ -120,19 +120,25 @@ def test_a_ceiling_a_case_beats_is_raised_and_recorded():
     assert survey["matmul_tflops"]["fp16"] == 0.0025  # the survey itself stays as measured
 
 
-def test_progress_lines_count_cases_and_estimate_the_rest(capsys):
+def test_progress_lines_count_cases_and_estimate_the_rest():
+    """An implementation's end is a line only when 30 s have passed since the last one, when it
+    failed, or when it is the job's last; each counts cases as summary.csv does."""
     import io as _io
 
     from kernellab.harness import Progress
 
+    now = [0.0]
     out = _io.StringIO()
-    progress = Progress("gelu", 30, stream=out)
-    progress.done("torch_naive", 10)
-    progress.done("triton", 20, problem="timeout after 5 s")
-    first, second = out.getvalue().splitlines()
-    assert first.startswith("measure gelu: torch_naive done, 10/30 cases, ") and "s left" in first
-    assert second.startswith("measure gelu: triton done, 30/30 cases, ") and "left" not in second
-    assert second.endswith("(timeout after 5 s)")
+    progress = Progress("gelu", 30, stream=out, clock=lambda: now[0])
+    now[0] = 5.0
+    assert progress.done("torch_naive", 10) is None
+    now[0] = 40.0
+    middle = progress.done("compiled", 5)
+    assert middle == "measure gelu: compiled done, 15/30 cases, 40 s, about 40 s left"
+    now[0] = 45.0
+    last = progress.done("triton", 15, problem="timeout after 5 s")
+    assert last == "measure gelu: triton done, 30/30 cases, 45 s (timeout after 5 s)"
+    assert out.getvalue().splitlines() == [middle, last]
 
 
 def test_a_long_implementation_says_it_is_running_every_few_seconds():
@@ -195,9 +201,10 @@ def test_ctrl_c_in_a_running_script_exits_130_with_one_line(tmp_path):
     import signal
     import time
 
-    code = ("import sys, time\nfrom kernellab import pipeline\n"
+    # inside the job, fds 1 and 2 are its log: the terminal is progress.terminal()
+    code = ("import sys, time\nfrom kernellab import pipeline, progress\n"
             f"with pipeline.logged({str(tmp_path / 'job.log')!r}):\n"
-            "    print('ready', file=sys.__stderr__, flush=True)\n    time.sleep(120)\n")
+            "    print('ready', file=progress.terminal(), flush=True)\n    time.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     assert proc.stderr.readline().strip() == "ready"
     time.sleep(0.2)
