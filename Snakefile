@@ -13,7 +13,7 @@ min_version("9.0")
 # --replace-workflow-config, so a merge with the default would give it other kernels). The
 # settings a file leaves out are the schema's defaults, which are the default config's: a file
 # naming only your family is measured as the default config is, in a set of its own
-# (kernellab.config.narrow)
+# (kernellab.workflow.config.narrow)
 if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
@@ -23,7 +23,7 @@ include: "workflow/rules/common.smk"
 
 
 # the profile's quiet is for a real run's terminal: a dry run and the log file keep the detail
-from kernellab.progress import keep_snakemake_detail
+from kernellab.workflow.progress import keep_snakemake_detail
 
 keep_snakemake_detail(logger, workflow.output_settings)
 
@@ -48,21 +48,21 @@ rule all:
 
 onstart:
     take_run_lock()  # first: one run at a time in a staging folder (common.smk)
-    from kernellab.pipeline import write_run_plan
+    from kernellab.workflow.pipeline import write_run_plan
 
     # each family's work, for the measure jobs' estimate of the run's time left
     write_run_plan(config, config["staging"], SETS)
 
 
 onerror:
-    from kernellab.run_summary import stopped_message
+    from kernellab.workflow.run_summary import stopped_message
 
     print(stopped_message(log), file=sys.stderr)
 
 
 onsuccess:
-    from kernellab import registry
-    from kernellab.run_summary import finish
+    from kernellab.engine import registry
+    from kernellab.workflow.run_summary import finish
 
     # after publishing: a case that failed or raised, or a family skipped at load, ends the run
     # with exit status 1 (Snakemake's CLI lets SystemExit through, its locks released)

@@ -13,10 +13,10 @@ import torch
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from kernellab import registry, runtime  # noqa: E402
+from kernellab.engine import registry, runtime  # noqa: E402
 
 runtime.setup()
-# Tests fork workers (kernellab.isolate) from this process after others have run PyTorch ops
+# Tests fork workers (kernellab.engine.isolate) from this process after others have run PyTorch ops
 # in it: a fork while PyTorch's intra-op thread pool exists can deadlock the child, so that
 # pool is never started here (one thread is plenty for the tests' small tensors).
 torch.set_num_threads(1)
@@ -85,8 +85,8 @@ def root() -> Path:
 
 _PTX_SCRIPT = r"""
 import json
-from kernellab import registry
-from kernellab.triton_utils import compile_asm
+from kernellab.engine import registry  # noqa: E402
+from kernellab.engine.triton_utils import compile_asm
 out = {}
 for name, fam in registry.families().items():
     for key, impl in fam.impls.items():
@@ -120,7 +120,7 @@ def kl_ops(tmp_path_factory):
     """The CUDA extension, built once, its ops loaded: ``torch.ops.kernellab`` (GPU tests)."""
     import torch
 
-    from kernellab import cuda_build
+    from kernellab.engine import cuda_build
 
     out = tmp_path_factory.mktemp("cuda_build")
     info = cuda_build.build_extension(out)
@@ -158,7 +158,7 @@ def tiny_terminal(tiny_run) -> str:
 def cuda_resources(tmp_path_factory):
     """Every .cu of every family folder compiled once to an sm_90 cubin with -Xptxas -v (in
     parallel): ``{"dir", "rows" (one per kernel: registers, spills...), "reason", "failures"}``."""
-    from kernellab import cuda_build
+    from kernellab.engine import cuda_build
 
     if cuda_build.find_nvcc() is None:
         pytest.skip("nvcc not found: install the CUDA toolkit (or put nvcc on PATH / set CUDA_HOME)")

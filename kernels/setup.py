@@ -4,7 +4,7 @@
 
 Sources: every family folder's ``.cu`` files (plain CUDA, no torch headers) and its
 ``binding.cpp`` (the family's torch ops, a ``TORCH_LIBRARY_FRAGMENT``), found in the folders
-of ``kernels/`` (``kernellab.cuda_build.family_sources``), or the list and library name that
+of ``kernels/`` (``kernellab.engine.cuda_build.family_sources``), or the list and library name that
 the build rule wrote to ``sources.json`` (the workflow builds each family as a library of its
 own, ``kernellab_cuda_<family>``, so a change to one family rebuilds only it). Nothing here
 lists a family. The library has no Python module in it; load it with
@@ -65,7 +65,7 @@ def gencode_flags(arch_list: str | None = None) -> list[str]:
 def discover() -> tuple[list[Path], list[Path]]:
     """Sources and include folders of every family under kernels/."""
     sys.path.insert(0, str(HERE.parent))
-    from kernellab.cuda_build import family_sources, include_dirs
+    from kernellab.engine.cuda_build import family_sources, include_dirs
 
     fams = family_sources()
     files = [f for fam in fams.values() for f in fam["cu"] + fam["bindings"]]

@@ -3,7 +3,7 @@ the benchmark's own timer (warm-up by time, the median) over several sizes, and 
 
 import pytest
 
-from kernellab import survey, timing
+from kernellab.engine import survey, timing
 
 
 def test_survey_times_ceilings_with_the_benchmark_timer(monkeypatch):

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kernellab import cluster, hardware
+from kernellab.engine import hardware
 from kernellab.errors import ConfigError
+from kernellab.workflow import cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """A job reruns for the code it runs: a measure job's code stamp holds its family's folder and the
-kernellab modules its script and that folder import (kernellab.imports), not the whole package.
+kernellab modules its script and that folder import (kernellab.workflow.imports), not the whole package.
 Editing the report reruns no measurement; editing the timer reruns every one."""
 
 import shutil
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernellab.imports import reachable
+from kernellab.workflow.imports import reachable
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -45,19 +45,22 @@ def _names(files) -> set[str]:
 def test_a_measure_job_runs_the_harness_and_the_timer_not_the_report():
     family = sorted(str(p) for p in (ROOT / "kernels" / "gelu").glob("*.py") if not p.name.startswith("test_"))
     code = _names(reachable([SCRIPTS / "measure.py", *family]))
-    assert {"pipeline.py", "harness.py", "timing.py", "registry.py", "kit.py"} <= code
+    assert {"workflow/pipeline.py", "engine/harness.py", "engine/timing.py", "engine/registry.py",
+            "kit/__init__.py"} <= code
     assert not {n for n in code if n.startswith("report/")}
-    assert not code & {"aggregate.py", "assemble.py", "compare.py", "run_summary.py", "testing.py"}
+    assert not code & {"workflow/aggregate.py", "workflow/assemble.py", "workflow/compare.py",
+                       "workflow/run_summary.py", "engine/testing.py"}
 
 
 @pytest.mark.parametrize("script", ["profile.py", "ptx.py", "ncu.py"])
 def test_the_other_family_jobs_leave_the_report_out_too(script):
     code = _names(reachable([SCRIPTS / script]))
-    assert "pipeline.py" in code and not {n for n in code if n.startswith(("report/", "aggregate", "assemble"))}
+    report = ("report/", "workflow/aggregate", "workflow/assemble")
+    assert "workflow/pipeline.py" in code and not {n for n in code if n.startswith(report)}
 
 
 def test_the_aggregate_and_report_jobs_do_reach_their_code():
-    assert {"aggregate.py", "assemble.py"} <= _names(reachable([SCRIPTS / "aggregate.py"]))
+    assert {"workflow/aggregate.py", "workflow/assemble.py"} <= _names(reachable([SCRIPTS / "aggregate.py"]))
     assert "report/render.py" in _names(reachable([SCRIPTS / "report.py"]))
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernellab import config as kl_config
-from kernellab import registry
+from kernellab.engine import registry
+from kernellab.workflow import config as kl_config
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
@@ -92,7 +92,7 @@ BAD = [
 def test_ladder_shape_and_dtype():
     """A ladder is read at its own shape when the config gives one, else at the profile shape;
     at fp32 when every step takes it, else at the first dtype all its steps take."""
-    from kernellab.cases import kernel_plan
+    from kernellab.engine.cases import kernel_plan
 
     fam = next(f for _, f in sorted(registry.families().items()) if len(f.ladders()) >= 2)
     first, second = list(fam.ladders())[:2]
@@ -110,7 +110,7 @@ def test_ladder_shape_and_dtype():
 
 
 def test_ncu_cases_default_to_the_profile_shape_and_fp32():
-    from kernellab.cases import NcuCase, kernel_plan
+    from kernellab.engine.cases import NcuCase, kernel_plan
 
     fam = registry.family(K)
     plan = kernel_plan(K, {"dtypes": ["bf16", "fp32"], "shapes": [4099, 8192], "profile_shape": 8192,
@@ -123,7 +123,7 @@ def test_ncu_cases_default_to_the_profile_shape_and_fp32():
 def test_ncu_case_without_dtype_is_refused_when_its_impl_does_not_run_the_default():
     """A case without a dtype is read at fp32 (else the kernel's first dtype): an implementation
     that does not run that is refused before the run, named with the dtypes it does run."""
-    from kernellab.cases import default_dtype
+    from kernellab.engine.cases import default_dtype
 
     fam, key = next((f, k) for _, f in sorted(registry.families().items()) for k, i in f.impls.items()
                     if i.dtypes and not i.supports(default_dtype(list(f.dtypes))))
@@ -138,7 +138,7 @@ def test_ncu_case_without_dtype_is_refused_when_its_impl_does_not_run_the_defaul
 
 
 def test_impl_dtypes_limit_an_implementation():
-    from kernellab.cases import kernel_plan
+    from kernellab.engine.cases import kernel_plan
 
     # a family with several dtypes and two implementations that support them all, from the registry
     fam, limited, other = next((f, *keys) for _, f in sorted(registry.families().items()) if len(f.dtypes) >= 2

@@ -192,7 +192,7 @@ def test_readme_container_section_is_what_ci_runs():
 
 
 def test_environment_names_the_container_from_its_marks(tmp_path, monkeypatch):
-    from kernellab.aggregate import container
+    from kernellab.workflow.aggregate import container
 
     for var in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER", "KERNELLAB_IMAGE"):
         monkeypatch.delenv(var, raising=False)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernellab import cuda_build
+from kernellab.engine import cuda_build
+from kernellab.engine.testing import nvcc_or_skip
 from kernellab.io import read_text
-from kernellab.testing import nvcc_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "kernels"
@@ -63,7 +63,7 @@ def test_every_file_compiles_for_sm90_without_spills(cuda_resources):
 
 def test_every_cuda_implementation_has_its_kernels_in_its_folder(cuda_resources):
     """The kernels each registered CUDA implementation names are compiled from its family's folder."""
-    from kernellab import registry
+    from kernellab.engine import registry
 
     for name, fam in registry.families().items():
         bases = {r["base"] for r in cuda_resources["rows"] if r["file"].startswith(f"{name}/")}
@@ -75,7 +75,7 @@ def test_every_cuda_implementation_has_its_kernels_in_its_folder(cuda_resources)
 def test_every_cuda_kernel_in_the_dtypes_of_its_implementation(cuda_resources):
     """A CUDA implementation that supports fp32 (bf16) has an fp32 (bf16) instantiation of each
     of its kernels."""
-    from kernellab import registry
+    from kernellab.engine import registry
 
     names = {"fp32": "float", "bf16": "__nv_bfloat16"}
     by_base = {}
@@ -193,7 +193,7 @@ def test_build_extension_is_unavailable_on_cpu_torch(tmp_path):
     path = cuda_build.write_build_json(tmp_path, info)
     assert json.loads(path.read_text())["status"] == "unavailable"
 
-    from kernellab import cuda_ext
+    from kernellab.engine import cuda_ext
     from kernellab.errors import Unavailable
 
     try:
@@ -221,14 +221,14 @@ def test_resource_report_without_nvcc(tmp_path, monkeypatch):
 
 
 def _cuda_family_names() -> list[str]:
-    from kernellab import registry
+    from kernellab.engine import registry
 
     return sorted(n for n, f in registry.families().items() if any(i.backend == "cuda" for i in f.impls.values()))
 
 
 @pytest.mark.parametrize("name", _cuda_family_names())
 def test_ptx_tasks_group_the_cuda_implementations_that_share_a_source(name):
-    from kernellab import ptx, registry
+    from kernellab.engine import ptx, registry
 
     fam = registry.family(name)
     cuda = [k for k, i in fam.impls.items() if i.backend == "cuda"]
@@ -251,7 +251,7 @@ def test_ptx_takes_the_cuda_code_from_the_build(cuda_resources, monkeypatch, tmp
     """The ptx rule's CUDA entries come from the PTX and cubins the resource report left in the
     build folder: with nvcc made to fail, every CUDA implementation still has its PTX (and its
     SASS where cuobjdump exists), and each kernel's PTX is the one the report compiled."""
-    from kernellab import ptx, registry
+    from kernellab.engine import ptx, registry
 
     def no_second_compile(*args, **kwargs):
         raise AssertionError("compiled again")

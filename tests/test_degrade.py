@@ -3,9 +3,9 @@ never a traceback."""
 
 from pathlib import Path
 
-from kernellab import cuda_build, ncu, registry
-from kernellab import ptx as ptxmod
-from kernellab.testing import in_fresh_interpreter
+from kernellab.engine import cuda_build, ncu, registry
+from kernellab.engine import ptx as ptxmod
+from kernellab.engine.testing import in_fresh_interpreter
 
 ROOT = Path(__file__).resolve().parents[1]
 # a concrete CUDA step and Triton implementation, picked from the registry
@@ -57,7 +57,7 @@ def test_missing_cuobjdump_keeps_ptx_and_says_why(tmp_path):
     # Triton compiles (not interprets) only in a process started with TRITON_INTERPRET=0
     code = f"""
 import json
-from kernellab import cuda_build, registry, ptx
+from kernellab.engine import cuda_build, registry, ptx
 cuda_build.find_cuobjdump = lambda: None
 fam = registry.family({TRITON_IMPL[0]!r})
 from pathlib import Path
@@ -101,7 +101,8 @@ def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(
     import pandas as pd
     import yaml
 
-    from kernellab import pipeline, runtime
+    from kernellab.engine import runtime
+    from kernellab.workflow import pipeline
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     config["target"] = "gpu"
@@ -140,7 +141,7 @@ def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(
 def test_a_family_whose_sources_fail_is_built_out_of_the_extension(tmp_path, monkeypatch):
     import json
 
-    from kernellab import pipeline
+    from kernellab.workflow import pipeline
 
     builds = []
 
@@ -165,7 +166,7 @@ def test_a_family_whose_sources_fail_is_built_out_of_the_extension(tmp_path, mon
 
 
 def test_the_extension_is_built_once_when_every_family_compiles(tmp_path, monkeypatch):
-    from kernellab import pipeline
+    from kernellab.workflow import pipeline
 
     builds = []
     monkeypatch.setattr(cuda_build, "resource_report",
@@ -180,8 +181,9 @@ def test_ncu_cases_are_profiled_beside_the_ladders_with_their_byte_model(tmp_pat
     import pandas as pd
     import yaml
 
-    from kernellab import pipeline, runtime
-    from kernellab.cases import parse_shape
+    from kernellab.engine import runtime
+    from kernellab.engine.cases import parse_shape
+    from kernellab.workflow import pipeline
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     config["target"] = "gpu"

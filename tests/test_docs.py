@@ -30,7 +30,7 @@ def test_the_docs_document_every_summary_column():
 
 
 def test_summary_schema_matches_the_columns_written():
-    from kernellab.aggregate import COLUMNS
+    from kernellab.workflow.aggregate import COLUMNS
 
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "summary.schema.yaml").read_text())
     assert set(COLUMNS) == set(schema["properties"]), set(COLUMNS) ^ set(schema["properties"])

@@ -17,10 +17,11 @@ import pytest
 import torch
 import yaml
 
-from kernellab import assemble, registry
-from kernellab.cases import Case
-from kernellab.harness import Progress, check_impl, where_raised
-from kernellab.run_summary import closing, finish
+from kernellab.engine import registry
+from kernellab.engine.cases import Case
+from kernellab.engine.harness import Progress, check_impl, where_raised
+from kernellab.workflow import assemble
+from kernellab.workflow.run_summary import closing, finish
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "reference" / "cpu-x86_64"  # a real CPU set: its jobs' bench/ and check/ tables
@@ -117,7 +118,7 @@ FAMILY = '''
 import torch
 
 from kernellab.kit import elementwise_bytes, numel, randn
-from kernellab.registry import Family, Impl, register_family
+from kernellab.engine.registry import Family, Impl, register_family
 
 FIELDS = dict(
     name="mine", title="Mine", bound="memory", dtypes=("fp32",),
@@ -132,11 +133,11 @@ GOOD_IMPL = "lambda out, x: torch.square(torch.relu(x), out=out)"
 
 
 def _load(tmp: Path, changes: str = "", impl: str = GOOD_IMPL) -> dict[str, str]:
-    from kernellab.testing import in_fresh_interpreter
+    from kernellab.engine.testing import in_fresh_interpreter
 
     (tmp / "mine").mkdir()
     (tmp / "mine" / "__init__.py").write_text(FAMILY.format(changes=changes, impl=impl))
-    code = f"import json; from kernellab import registry; print(json.dumps(registry.load([{str(tmp)!r}])))"
+    code = f"import json; from kernellab.engine import registry; print(json.dumps(registry.load([{str(tmp)!r}])))"
     return in_fresh_interpreter(code, cwd=ROOT)
 
 

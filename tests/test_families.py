@@ -8,7 +8,7 @@ of every step; CUDA implementations unavailable without a GPU; bytes and FLOPs; 
 of every compile spec. Family-specific tests live beside their family (kernels/<family>/).
 
 On a machine without a GPU the Triton kernels run in Triton's interpreter (with the fixes of
-``kernellab.triton_compat``): its fp32 -> bf16 casts truncate where the GPU rounds to nearest,
+``kernellab.engine.triton_compat``): its fp32 -> bf16 casts truncate where the GPU rounds to nearest,
 so bf16 errors here are about twice those on the H200.
 """
 
@@ -19,10 +19,10 @@ import itertools
 import pytest
 from triton.runtime.errors import OutOfResources
 
-from kernellab import registry, runtime
+from kernellab.engine import registry, runtime
+from kernellab.engine.testing import check, run, verdict
+from kernellab.engine.triton_utils import force_config, is_autotuned, recording
 from kernellab.errors import Unavailable
-from kernellab.testing import check, run, verdict
-from kernellab.triton_utils import force_config, is_autotuned, recording
 
 FAMILIES = registry.families()
 DEVICE = runtime.device()
@@ -165,7 +165,7 @@ def test_autotune_configs_name_only_the_kernels_arguments(name):
     """Every meta-parameter an autotuned kernel's configs set is one of the kernel's constexpr
     arguments. The interpreter ignores one it does not take; the GPU's launcher refuses it
     (KeyError: 'Keyword argument ... was specified but unrecognised'), so only a GPU run would tell."""
-    from kernellab.triton_utils import constexpr_args
+    from kernellab.engine.triton_utils import constexpr_args
 
     for key, impl in FAMILIES[name].impls.items():
         for kernel in impl.triton_kernels:
@@ -265,7 +265,7 @@ GPU_SHAPES = {1: [((1 << 16) + 1,)], 2: [(4096, 128), (1000, 1000), (64, 32768)]
 
 
 def _cuda_ops_or_skip():
-    from kernellab import cuda_ext
+    from kernellab.engine import cuda_ext
 
     try:
         cuda_ext.ops()

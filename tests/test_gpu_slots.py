@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kernellab import gpu_slots
+from kernellab.workflow import gpu_slots
 
 DEVICES = ["0", "1"]
 

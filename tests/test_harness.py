@@ -7,11 +7,11 @@ import time
 import pytest
 import torch
 
-from kernellab import isolate, registry, runtime
-from kernellab.cases import Case, kernel_plan
-from kernellab.harness import check_impl, compare, measure_family
-from kernellab.registry import Impl
-from kernellab.timing import TimingConfig, measure
+from kernellab.engine import isolate, registry, runtime
+from kernellab.engine.cases import Case, kernel_plan
+from kernellab.engine.harness import check_impl, compare, measure_family
+from kernellab.engine.registry import Impl
+from kernellab.engine.timing import TimingConfig, measure
 
 PLAN_CFG = {"dtypes": ["fp32"], "shapes": [1000], "check_shapes": [33]}
 
@@ -187,7 +187,7 @@ def test_cpu_timing_leaves_out_a_slow_start_and_says_so(monkeypatch):
     clock the call itself advances: on a loaded machine a real 1 ms sleep can take 20."""
     import types
 
-    from kernellab import timing
+    from kernellab.engine import timing
 
     clock = [0]
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=time.perf_counter,
@@ -232,7 +232,7 @@ def test_check_only_shapes_run_untuned(monkeypatch):
     """Benchmarked shapes are tuned; shapes that are only checked run the first config."""
     import contextlib
 
-    from kernellab import triton_utils
+    from kernellab.engine import triton_utils
 
     seen = []
 

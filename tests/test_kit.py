@@ -75,7 +75,7 @@ def test_row_families_refuse_a_strided_row_before_launching(name):
     """Each Triton implementation of a row family, given the family's own inputs with the
     row's elements strided, refuses them with the family's name; a launch would have read
     the wrong elements (or, under the interpreter, read them without a word)."""
-    from kernellab import registry
+    from kernellab.engine import registry
 
     fam = registry.families()[name]
     impls = [impl for impl in fam.impls.values() if impl.backend == "triton"]

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from kernellab import cuda_build, registry
-from kernellab.testing import in_fresh_interpreter
+from kernellab.engine import cuda_build, registry
+from kernellab.engine.testing import in_fresh_interpreter
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "my-kernels"
@@ -25,7 +25,7 @@ TINY = {"dtypes": ["fp32", "bf16"], "shapes": [4099], "check_shapes": [1], "prof
 
 # a family whose definition is incomplete: Family() without a reference
 NO_REFERENCE = '''
-from kernellab.registry import Family, register_family
+from kernellab.engine.registry import Family, register_family
 
 register_family(Family(name="broken", title="Broken", bound="memory", dtypes=("fp32",),
                        make_inputs=lambda shape, dtype, device, seed: (), bytes_moved=len, flops=len))
@@ -35,7 +35,7 @@ BAD_CUDA = '''
 import torch
 
 from kernellab.kit import cuda_op, elementwise_bytes, numel, randn
-from kernellab.registry import Family, Impl, register_family
+from kernellab.engine.registry import Family, Impl, register_family
 
 FAMILY = register_family(Family(
     name="badcuda", title="A family with a CUDA typo", bound="memory", dtypes=("fp32",),
@@ -51,7 +51,7 @@ FAILING = '''
 import torch
 
 from kernellab.kit import elementwise_bytes, numel, randn, returns_new
-from kernellab.registry import Family, Impl, register_family
+from kernellab.engine.registry import Family, Impl, register_family
 
 
 def squared(x):
@@ -94,7 +94,7 @@ def make_user_dir(tmp: Path) -> Path:
 def test_the_loader_names_each_broken_folder_and_keeps_the_rest(tmp_path):
     """In a fresh process (the registry loads once per process), as a job would."""
     mine = make_user_dir(tmp_path)
-    code = ("import json; from kernellab import registry; "
+    code = ("import json; from kernellab.engine import registry; "
             f"errors = registry.load(['kernels', {str(mine)!r}]); "
             "print(json.dumps({'errors': errors, 'families': sorted(registry.families())}))")
     got = in_fresh_interpreter(code, cwd=ROOT)

@@ -1,4 +1,4 @@
-"""Liger-Kernel and QuACK as implementations (kernellab.peers): registered beside ours, unavailable
+"""Liger-Kernel and QuACK as implementations (kernellab.kit.peers): registered beside ours, unavailable
 with the reason where they cannot run, and their adapters' arguments, checked without a GPU and
 without the packages (fake modules stand in for them)."""
 
@@ -10,11 +10,12 @@ import types
 import pytest
 import torch
 
-from kernellab import peers, registry, runtime
-from kernellab.cases import Case
+from kernellab.engine import registry, runtime
+from kernellab.engine.cases import Case
+from kernellab.engine.harness import bench_impl, check_impl, run_case_check
+from kernellab.engine.timing import TimingConfig
 from kernellab.errors import Unavailable
-from kernellab.harness import bench_impl, check_impl, run_case_check
-from kernellab.timing import TimingConfig
+from kernellab.kit import peers
 
 FAMILIES = ("softmax", "layer_norm", "rms_norm")
 PEER_IMPLS = [(f, k) for f in FAMILIES for k in ("liger", "quack")]

@@ -1,6 +1,6 @@
 """Compiling ahead: workers that prepare while another has the GPU (``isolate.run_in_turn``),
 recording Triton launches from shapes only, and lowering torch.compile graphs unrun
-(``kernellab.prepare``)."""
+(``kernellab.engine.prepare``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernellab import isolate, kit, registry, triton_utils
-from kernellab.cases import Case, kernel_plan
-from kernellab.harness import measure_family
-from kernellab.testing import in_fresh_interpreter
+from kernellab import kit
+from kernellab.engine import isolate, registry, triton_utils
+from kernellab.engine.cases import Case, kernel_plan
+from kernellab.engine.harness import measure_family
+from kernellab.engine.testing import in_fresh_interpreter
 
 _STATE: dict = {}
 
@@ -95,7 +96,7 @@ def test_measure_rows_keep_the_plans_order_whatever_order_the_workers_ran_in(mon
     the implementations in the plan's order."""
     import logging
 
-    from kernellab import prepare
+    from kernellab.engine import prepare
 
     fam = _example_family()
     keys = ["torch_fused", "torch_naive"]
@@ -147,7 +148,7 @@ def test_recording_captures_plain_and_autotuned_launches_and_runs_neither():
 
 
 def test_check_only_shapes_record_only_the_first_config():
-    from kernellab.autotune import recorded_launches
+    from kernellab.engine.autotune import recorded_launches
 
     fam, _, tuned = _row_family_with_triton_steps()
     case = Case(fam.name, tuned.key, (8, 512), "fp32")
@@ -199,7 +200,7 @@ def test_preparations_launch_no_kernel_on_the_gpu(tmp_path):
     and AOTAutograd's bookkeeping: about 0.7 us each on the H200)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from kernellab.prepare import preparation
+    from kernellab.engine.prepare import preparation
 
     fam = registry.family("softmax")
     plan = kernel_plan("softmax", {"dtypes": ["bf16"], "shapes": ["64x2048"], "check_shapes": ["3x1001"]}, "gpu")

@@ -634,7 +634,7 @@ def test_rows_whose_check_did_not_pass_are_not_results(tmp_path):
 
 
 def test_git_info_prefers_the_commit_the_shipper_named(tmp_path, monkeypatch):
-    from kernellab.aggregate import git_info
+    from kernellab.workflow.aggregate import git_info
 
     sha = "0123456789abcdef0123456789abcdef01234567"
     monkeypatch.setenv("KERNELLAB_GIT_COMMIT", sha)
@@ -668,7 +668,7 @@ def test_expected_absences_are_listed_apart_from_failures(cpu):
 
 
 def test_a_set_is_compared_with_the_references_of_its_kind(tmp_path):
-    from kernellab.reference import of_kind
+    from kernellab.workflow.reference import of_kind
 
     for name in ("cpu-x86_64", "cpu-aarch64", "nvidia-h100", "nvidia-h200", "not-a-set"):
         (tmp_path / name).mkdir()
@@ -832,7 +832,7 @@ def test_kernel_log_shows_a_steps_finding(tmp_path):
     """A step's finding (ladder.yaml, written after measuring) follows its verdict in
     KERNEL_LOG.md and the HTML report; a set measured before the finding was written (none in
     its ladders.json) takes it from this checkout's ladder.yaml, and an unknown family has none."""
-    from kernellab import registry
+    from kernellab.engine import registry
     from kernellab.report.ladder import current_finding
 
     root = _fake_gpu_with_recorded_finding(tmp_path, "sgemm", "smem_tiling",
@@ -855,7 +855,7 @@ def test_a_finding_written_after_the_set_replaces_the_one_it_recorded(tmp_path, 
     checkout's ladder.yaml) is the one its KERNEL_LOG shows when rendered again."""
     import dataclasses
 
-    from kernellab import registry
+    from kernellab.engine import registry
 
     root = _fake_gpu_with_recorded_finding(tmp_path, "gelu", "vec4", "Recorded when measured.")
     impls = registry.family("gelu").impls
@@ -866,7 +866,7 @@ def test_a_finding_written_after_the_set_replaces_the_one_it_recorded(tmp_path, 
 
 
 def test_ladder_yaml_takes_a_finding_and_refuses_unknown_keys(tmp_path):
-    from kernellab import registry
+    from kernellab.engine import registry
 
     (tmp_path / "ladder.yaml").write_text(
         "steps:\n- step: a\n  idea: i\n  prediction: p\n  finding: f\n", encoding="utf-8")
@@ -1004,7 +1004,7 @@ def test_ncu_bytes_are_read_against_the_byte_model():
 def test_ncu_kernel_count_reads_back_from_a_csv_with_a_failed_row(tmp_path):
     """A failed step leaves its kernel count empty, so pandas writes the column as floats ("2.0"):
     the set still loads, the ok step's text counts its kernels, the failed one gives its reason."""
-    from kernellab import ncu
+    from kernellab.engine import ncu
     from kernellab.io import write_csv
     from kernellab.report.ladder import _ncu_text
     from kernellab.report.load import load
@@ -1022,11 +1022,11 @@ def test_ncu_kernel_count_reads_back_from_a_csv_with_a_failed_row(tmp_path):
 
 
 def test_a_reference_keeps_what_its_report_reads_and_renders_against_the_others(tmp_path):
-    """``kernellab.reference.make``: the data the report reads and the files the PTX indexes
+    """``kernellab.workflow.reference.make``: the data the report reads and the files the PTX indexes
     name, not the samples, traces or logs; gzip dumps become xz with the same text; the pages
     are rendered there, compared with the other reference of its kind."""
     from kernellab import io
-    from kernellab.reference import kept_files, make, tracked_bytes
+    from kernellab.workflow.reference import kept_files, make, tracked_bytes
 
     results, refs = tmp_path / "results", tmp_path / "reference"
     shutil.copytree(FIXTURE / "fake-gpu", results / "gpu-a")

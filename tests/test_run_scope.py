@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from kernellab import assemble, cuda_ext
-from kernellab import config as kl_config
+from kernellab.engine import cuda_ext
 from kernellab.errors import ConfigError, Unavailable
+from kernellab.workflow import assemble
+from kernellab.workflow import config as kl_config
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "my-kernels" / "silu"

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kernellab import config as kl_config
-from kernellab import io, pipeline, runtime
+from kernellab import io
+from kernellab.engine import runtime
 from kernellab.errors import ConfigError
+from kernellab.workflow import config as kl_config
+from kernellab.workflow import pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,7 +105,7 @@ def test_result_files_are_written_0644_under_umask_022(tmp_path):
 def test_a_ceiling_a_case_beats_is_raised_and_recorded():
     import pandas as pd
 
-    from kernellab.aggregate import corrected_ceilings
+    from kernellab.workflow.aggregate import corrected_ceilings
 
     survey = {"copy_gbps": 100.0, "matmul_tflops": {"fp16": 0.0025, "fp32": 0.1}}
     df = pd.DataFrame([
@@ -125,7 +127,7 @@ def test_progress_lines_count_cases_and_estimate_the_rest():
     failed, or when it is the job's last; each counts cases as summary.csv does."""
     import io as _io
 
-    from kernellab.harness import Progress
+    from kernellab.engine.harness import Progress
 
     now = [0.0]
     out = _io.StringIO()
@@ -144,7 +146,7 @@ def test_progress_lines_count_cases_and_estimate_the_rest():
 def test_a_long_implementation_says_it_is_running_every_few_seconds():
     import io as _io
 
-    from kernellab.harness import Progress
+    from kernellab.engine.harness import Progress
 
     now = [0.0]
     out = _io.StringIO()
@@ -160,7 +162,7 @@ def test_a_long_implementation_says_it_is_running_every_few_seconds():
 
 
 def test_a_worker_reports_each_record_as_it_arrives():
-    from kernellab import isolate
+    from kernellab.engine import isolate
 
     seen = []
     records, problem = isolate.run(lambda: iter([{"a": 1}, {"a": 2}]), 30, isolate=False, progress=seen.append)
@@ -170,7 +172,7 @@ def test_a_worker_reports_each_record_as_it_arrives():
 def test_a_stamp_changes_only_with_its_files(tmp_path):
     import os as _os
 
-    from kernellab import manifest
+    from kernellab.workflow import manifest
 
     a = tmp_path / "a.py"
     a.write_text("x = 1\n")
@@ -187,7 +189,7 @@ def test_a_stamp_changes_only_with_its_files(tmp_path):
 def test_run_summary_counts_absences_apart_from_failures(tmp_path):
     import pandas as pd
 
-    from kernellab.run_summary import run_summary
+    from kernellab.workflow.run_summary import run_summary
 
     (tmp_path / "s1").mkdir()
     pd.DataFrame({"status": ["ok", "unavailable", "error", "ok"],
@@ -202,7 +204,7 @@ def test_ctrl_c_in_a_running_script_exits_130_with_one_line(tmp_path):
     import time
 
     # inside the job, fds 1 and 2 are its log: the terminal is progress.terminal()
-    code = ("import sys, time\nfrom kernellab import pipeline, progress\n"
+    code = ("import sys, time\nfrom kernellab.workflow import pipeline, progress\n"
             f"with pipeline.logged({str(tmp_path / 'job.log')!r}):\n"
             "    print('ready', file=progress.terminal(), flush=True)\n    time.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
@@ -215,7 +217,7 @@ def test_ctrl_c_in_a_running_script_exits_130_with_one_line(tmp_path):
 
 
 def test_the_run_says_interrupted_only_when_it_was(tmp_path):
-    from kernellab.run_summary import stopped_message
+    from kernellab.workflow.run_summary import stopped_message
 
     log = tmp_path / "snakemake.log"
     log.write_text("Select jobs to execute...\nTerminating processes on user request, this might take some time.\n")

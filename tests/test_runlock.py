@@ -1,4 +1,4 @@
-"""One run at a time per staging folder (kernellab.runlock): a second run stops with one sentence
+"""One run at a time per staging folder (kernellab.workflow.runlock): a second run stops with one sentence
 naming the first's pid, a killed run (SIGKILL) leaves nothing to unlock, and a dry run is never
 blocked. Real processes and real flock: the lock belongs to a process, which a mock cannot show."""
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-HOLD = ("import sys, time; from kernellab.runlock import acquire; acquire(sys.argv[1]); "
+HOLD = ("import sys, time; from kernellab.workflow.runlock import acquire; acquire(sys.argv[1]); "
         "print('held', flush=True); time.sleep(600)")
 
 

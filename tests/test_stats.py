@@ -5,7 +5,17 @@ import math
 import numpy as np
 import pytest
 
-from kernellab.stats import AMBIGUOUS, FASTER, SAME, SLOWER, StopRule, classify, geomean, summarize, transient_cut
+from kernellab.engine.stats import (
+    AMBIGUOUS,
+    FASTER,
+    SAME,
+    SLOWER,
+    StopRule,
+    classify,
+    geomean,
+    summarize,
+    transient_cut,
+)
 
 
 def test_summary_statistics_match_numpy():

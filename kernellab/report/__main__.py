@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernellab import reference
 from kernellab.report.render import reference_label, render
+from kernellab.workflow import reference
 
 SCREENSHOT_HEIGHT = 1600
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 
+from kernellab.engine.stats import SLOWER
 from kernellab.report import fmt
 from kernellab.report.load import Results
 from kernellab.report.tables import Table
-from kernellab.stats import SLOWER
 
 MAX_ROWS = 15  # the slowest first; the rest are in the common cases table
 

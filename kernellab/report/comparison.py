@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from kernellab.engine.stats import AMBIGUOUS, FASTER, SAME, SLOWER, classify, geomean
 from kernellab.report import fmt, plots, scaling
 from kernellab.report.clocks import slower_compute_table
 from kernellab.report.fmt import html_id
@@ -11,7 +12,6 @@ from kernellab.report.load import Results, shape_sort_key
 from kernellab.report.model import kernel_metric
 from kernellab.report.tables import Table
 from kernellab.report.views import ComparisonView, Image
-from kernellab.stats import AMBIGUOUS, FASTER, SAME, SLOWER, classify, geomean
 
 COMPARE_THRESHOLD = 0.03  # config compare.threshold's default (config schema, stats.classify)
 VERDICTS = (SAME, FASTER, SLOWER, AMBIGUOUS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from kernellab import isolate
+from kernellab.engine import isolate
 from kernellab.report import fmt, plots
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results

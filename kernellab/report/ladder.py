@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from kernellab.engine.stats import AMBIGUOUS, SLOWER, classify
 from kernellab.report import fmt
 from kernellab.report.fmt import gh_anchor
 from kernellab.report.load import Results, check_failed, shape_numel, shape_sort_key
 from kernellab.report.model import ceiling, metric_label, pct_of_ceiling, value
 from kernellab.report.tables import Table
-from kernellab.stats import AMBIGUOUS, SLOWER, classify
 
 NOT_MEASURED = "not measured on this hardware"
 
@@ -218,7 +218,7 @@ def current_finding(kernel: str, impl_key: str) -> str:
     measurement it explains, so a set rendered again shows the checkout's, the latest reading of
     the step, over the one its ladders.json recorded when it was measured (written about the sets
     before it); "" when the family or step is not here."""
-    from kernellab import registry
+    from kernellab.engine import registry
 
     try:
         impl = registry.family(kernel).impls.get(impl_key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernellab.report import fmt
 from kernellab.report.load import Results, check_failed, shape_sort_key
 from kernellab.report.tables import Table
-from kernellab.run_summary import ABSENT, failure_status  # expected absences: not failures
+from kernellab.workflow.run_summary import ABSENT, failure_status  # expected absences: not failures
 
 
 def absences_table(res: Results) -> Table:

@@ -94,7 +94,7 @@ def method(res: Results) -> list[str]:
 
     modes = sorted({r["mode"] for r in res.summary if r["mode"]})
     try:
-        from kernellab.runtime import TOLERANCE
+        from kernellab.engine.runtime import TOLERANCE
 
         tol = ", ".join(f"{k} {v:g}" for k, v in TOLERANCE.items())
     except ImportError:  # pragma: no cover - the package is always there

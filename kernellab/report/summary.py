@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from kernellab.engine.stats import geomean
 from kernellab.report import fmt
 from kernellab.report.figures import _panel_key, _panel_label
 from kernellab.report.load import Results, shape_sort_key
@@ -15,7 +16,6 @@ from kernellab.report.model import (
     value,
 )
 from kernellab.report.tables import Table
-from kernellab.stats import geomean
 
 
 def summary_table(res: Results, metrics: dict[str, str]) -> Table:
@@ -111,7 +111,7 @@ def geomean_table(res: Results) -> Table:
 
 OURS = ("triton", "cuda")  # the lab's own kernels
 PYTORCH = ("torch", "compile")  # what PyTorch gives: its ops, fused or not, and torch.compile
-# The field beside ours, by side: PyTorch's best, then the other libraries (kernellab.peers)
+# The field beside ours, by side: PyTorch's best, then the other libraries (kernellab.kit.peers)
 FIELD = (("torch", "PyTorch", PYTORCH), ("quack", "QuACK", ("quack",)), ("liger", "Liger", ("liger",)))
 
 

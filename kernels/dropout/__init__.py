@@ -45,10 +45,10 @@ import torch
 import triton
 import triton.language as tl
 
+from kernellab.engine.registry import Family, Impl, register_family
+from kernellab.engine.runtime import TOLERANCE, element_size
+from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import compiled, cuda_op, numel, randn, returns_new
-from kernellab.registry import Family, Impl, register_family
-from kernellab.runtime import TOLERANCE, element_size
-from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 
 def _scale(p: float) -> float:

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from kernellab import runtime
-from kernellab.testing import empty_like_nan, in_fresh_interpreter, randn_cuda, run
-from kernellab.triton_utils import force_config
+from kernellab.engine import runtime
+from kernellab.engine.testing import empty_like_nan, in_fresh_interpreter, randn_cuda, run
+from kernellab.engine.triton_utils import force_config
 
 from . import FAMILY as fam
 from . import check_determinism, dropout_kernel, threshold_16bit
@@ -41,8 +41,9 @@ def test_deterministic_and_seeded(key):
 _LOWER_THEN_CALL = """
 import json, torch
 from torch._dynamo.utils import counters
-from kernellab import kit, registry
-from kernellab.testing import empty_like_nan
+from kernellab import kit
+from kernellab.engine import registry
+from kernellab.engine.testing import empty_like_nan
 
 fam = registry.family("dropout")
 impl, p = fam.impls["compiled"], fam.params["p"][0]
@@ -228,7 +229,7 @@ def test_reference_is_counter_based():
 @pytest.mark.parametrize("backend", ["torch", "triton", "compile", "cuda"])
 def test_gpu_valid_and_deterministic(backend, dtype):
     if backend == "cuda":
-        from kernellab import cuda_ext
+        from kernellab.engine import cuda_ext
         from kernellab.errors import Unavailable
 
         try:

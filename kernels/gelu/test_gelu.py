@@ -10,9 +10,9 @@ import re
 import pytest
 import torch
 
-from kernellab import cuda_build
-from kernellab.harness import compare
-from kernellab.testing import cuda_rel_err, cuda_tol, empty_like_nan, nvcc_or_skip, randn_cuda, sass_functions
+from kernellab.engine import cuda_build
+from kernellab.engine.harness import compare
+from kernellab.engine.testing import cuda_rel_err, cuda_tol, empty_like_nan, nvcc_or_skip, randn_cuda, sass_functions
 
 from . import FAMILY as fam
 from . import error_floor, gelu_naive, reference

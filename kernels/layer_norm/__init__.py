@@ -20,12 +20,15 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab import peers
+from kernellab.engine.registry import Family, Impl, register_family
+from kernellab.engine.runtime import element_size
+from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import (
     chunk_loop_configs,
     compiled,
     cuda_op,
     numel,
+    peers,
     prune_chunk_configs,
     prune_row_tile_configs,
     randn,
@@ -34,9 +37,6 @@ from kernellab.kit import (
     row_shape,
     row_tile_configs,
 )
-from kernellab.registry import Family, Impl, register_family
-from kernellab.runtime import element_size
-from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 EPS = 1e-5
 
@@ -355,7 +355,7 @@ def layer_norm_cuda(variant: str):
     return run
 
 
-# The field (kernellab.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
+# The field (kernellab.kit.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
 _liger_layer_norm = peers.entry(peers.LIGER, "liger_kernel.ops.layer_norm", "layer_norm_forward")
 _quack_layer_norm = peers.entry(peers.QUACK, "quack.rmsnorm", "layernorm_fwd")  # QuACK's is in its RMSNorm module
 _quack_w32, _quack_b32 = peers.Fp32Copy(), peers.Fp32Copy()

@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from kernellab import runtime
-from kernellab.testing import check, cuda_rel_err, cuda_tol, empty_like_nan, randn_cuda, rel_error
+from kernellab.engine import runtime
+from kernellab.engine.testing import check, cuda_rel_err, cuda_tol, empty_like_nan, randn_cuda, rel_error
 
 from . import FAMILY as fam
 from . import layer_norm_tuned
@@ -41,7 +41,7 @@ def test_row_stride():
 def test_recording_captures_autotuned_launches_without_running():
     """Inside ``recording()`` an autotuned launch is recorded (its JIT function, the configs
     kept for the call, tensors as their dtype), and nothing runs."""
-    from kernellab.triton_utils import kept_configs, recording
+    from kernellab.engine.triton_utils import kept_configs, recording
 
     x, w, b = fam.make_inputs((3, 1000), "fp32", DEVICE, 0)
     out = torch.full_like(x, math.nan)
@@ -64,8 +64,8 @@ def test_bytes_and_flops():
 @pytest.mark.gpu
 def test_precompile_leaves_nothing_for_the_tuner_to_compile():
     """After ``autotune.precompile`` the tuning call finds every kept config compiled."""
-    from kernellab import autotune
-    from kernellab.cases import Case
+    from kernellab.engine import autotune
+    from kernellab.engine.cases import Case
 
     fn = layer_norm_tuned.fn
     case = Case(fam.name, "triton", (64, 2000), "bf16")
@@ -119,7 +119,7 @@ def test_looped_path_in_chunks(even, large_mean):
     (the last chunk partial). With mean / std = 15000 its one-pass statistics (each chunk
     centered on its own mean, merged by Chan's update) stay as accurate as the
     centered two-pass ones (test_large_mean), where E[x^2] - E[x]^2 in fp32 is off ~60x."""
-    from kernellab.triton_utils import launch
+    from kernellab.engine.triton_utils import launch
 
     from . import layer_norm_kernel
 
@@ -146,7 +146,7 @@ def test_loop_kernels_rows_and_chunks(kernel_meta, rows_per_program, even, data)
     a row count that leaves the last program's tile part empty. With mean / std = 15000 the
     shifted sums keep the variance as accurate as the centered two-pass statistics
     (test_large_mean), and so they do when a row's first value, a shift, lies 500 std out."""
-    from kernellab.triton_utils import launch
+    from kernellab.engine.triton_utils import launch
 
     from . import layer_norm_group_kernel, layer_norm_loop_kernel
 

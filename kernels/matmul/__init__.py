@@ -24,9 +24,9 @@ import math
 
 import torch
 
+from kernellab.engine.registry import Family, Impl, register_family
+from kernellab.engine.runtime import element_size
 from kernellab.kit import compiled, cuda_op, randn, returns_new
-from kernellab.registry import Family, Impl, register_family
-from kernellab.runtime import element_size
 
 # The Triton side, re-exported: matmul_relu imports launch_matmul, make_compile_specs and
 # matmul_kernel from here, and the tests reach the rest as attributes of this module.
@@ -142,7 +142,7 @@ FAMILY.add(Impl("matmul", "compiled", "compile", compiled(matmul_naive)))
 # harness reports graph replays of every implementation separately (graph_us).
 FAMILY.add(Impl("matmul", "compiled_max_autotune", "compile",
                 compiled(matmul_naive_max_autotune, mode="max-autotune-no-cudagraphs")))
-# No QuACK here (kernellab.peers): its GEMM (quack.gemm_interface.gemm, 0.6.5) takes fp16, bf16 and
+# No QuACK here (kernellab.kit.peers): its GEMM (quack.gemm_interface.gemm, 0.6.5) takes fp16, bf16 and
 # fp8 operands only, not our fp32 or tf32 (GemmSm90.is_valid_dtypes), and loads them by TMA, which
 # needs 16-byte row strides: the check shape 127x129x65 (K = 65) is not one. Its autotuner also
 # compiles a CuTe kernel per config at each new shape. cuBLAS (torch_fused) is the GEMM to beat.
@@ -207,7 +207,7 @@ def sgemm_autotune(ops, out, a, b, reps: int = 10) -> int:
 
 def sgemm_autotuned(out, a, b):
     """The ladder's last step: the fastest tile shape for this (M, N, K), picked on first use."""
-    from kernellab import cuda_ext
+    from kernellab.engine import cuda_ext
 
     ops = cuda_ext.ops("matmul")  # Unavailable without a GPU and the built extension
     best = sgemm_autotune(ops, out, a, b)

@@ -4,7 +4,7 @@ steps. The generic tests (every implementation against the reference at awkward 
 autotune config) are in tests/test_families.py.
 
 On a machine without a GPU the Triton kernel runs in Triton's interpreter, with the
-fixes of ``kernellab.triton_compat`` (applied by ``runtime.setup``). Tests marked ``gpu``
+fixes of ``kernellab.engine.triton_compat`` (applied by ``runtime.setup``). Tests marked ``gpu``
 run on the H200.
 """
 
@@ -18,10 +18,10 @@ import pytest
 import torch
 import triton
 
-from kernellab import runtime
+from kernellab.engine import runtime
+from kernellab.engine.testing import cuda_rel_err, empty_like_nan, randn_cuda
+from kernellab.engine.triton_utils import force_config
 from kernellab.errors import Unavailable
-from kernellab.testing import cuda_rel_err, empty_like_nan, randn_cuda
-from kernellab.triton_utils import force_config
 
 from .. import matmul as mm
 from . import FAMILY as MATMUL
@@ -141,7 +141,7 @@ def test_configs_per_dtype(dtype, m):
 
 
 def test_first_config_is_the_first_the_prune_keeps():
-    from kernellab.triton_utils import first_config
+    from kernellab.engine.triton_utils import first_config
 
     a = torch.randn(8, 8)
     ws, locks = torch.empty(1), torch.zeros(1, dtype=torch.int32)
@@ -234,7 +234,7 @@ def test_triton_ladders_are_read_where_they_run():
     """Each Triton ladder's steps run in its dtype at the shape the default config reads it at."""
     import yaml
 
-    from kernellab.cases import kernel_plan
+    from kernellab.engine.cases import kernel_plan
 
     cfg = yaml.safe_load((MATMUL.folder.parents[1] / "config" / "config.yaml").read_text())["kernels"]["matmul"]
     plan = kernel_plan("matmul", cfg, "gpu")
@@ -287,7 +287,7 @@ def test_sgemm_ladder_registered():
 def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
     """The tile names Python times are the launcher's, in its order: a host program built from
     sgemm.h prints kSgemmAutotunedConfigs."""
-    from kernellab import cuda_build
+    from kernellab.engine import cuda_build
 
     nvcc = cuda_build.find_nvcc() or pytest.skip("nvcc not found")
     src = tmp_path / "names.cu"
@@ -361,7 +361,7 @@ def test_gpu_fp32_is_ieee():
 @pytest.mark.gpu
 @pytest.mark.parametrize("step", SGEMM_STEPS[:-1])
 def test_gpu_sgemm_ladder(step):
-    from kernellab import cuda_ext
+    from kernellab.engine import cuda_ext
 
     try:
         cuda_ext.ops()

@@ -16,8 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.runtime import element_size, triton_interpreted
-from kernellab.triton_utils import CompileSpec, autotune, forced_config, launch, launch_config, triton_type
+from kernellab.engine.runtime import element_size, triton_interpreted
+from kernellab.engine.triton_utils import CompileSpec, autotune, forced_config, launch, launch_config, triton_type
 
 # One autotuned kernel, ``matmul_kernel``, with two bodies chosen at compile time:
 #

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.families.matmul import (
     launch_matmul,
     make_compile_specs,
@@ -20,7 +21,6 @@ from kernellab.families.matmul import (
     out_like,
 )
 from kernellab.kit import compiled, returns_new
-from kernellab.registry import Family, Impl, register_family
 
 
 def reference(a, b):

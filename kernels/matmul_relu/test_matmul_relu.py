@@ -11,10 +11,10 @@ import pytest
 import torch
 import triton
 
-from kernellab import runtime
+from kernellab.engine import runtime
+from kernellab.engine.testing import check, run
+from kernellab.engine.triton_utils import force_config
 from kernellab.families import matmul as mm
-from kernellab.testing import check, run
-from kernellab.triton_utils import force_config
 
 from . import FAMILY as fam
 

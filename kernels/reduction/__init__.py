@@ -28,10 +28,10 @@ import torch
 import triton
 import triton.language as tl
 
+from kernellab.engine.registry import Family, Impl, register_family
+from kernellab.engine.runtime import element_size, torch_dtype
+from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import compiled, cuda_op, generator, numel, returns_new
-from kernellab.registry import Family, Impl, register_family
-from kernellab.runtime import element_size, torch_dtype
-from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 
 def reference(x):
@@ -49,7 +49,7 @@ def tolerance(shape, dtype) -> float:
     right. An accumulator that stops growing is still caught: one fp32 running sum of
     2^28 ones near 1 sticks at 2^25 (adding 1 rounds away), a relative error of 0.875.
     """
-    from kernellab.runtime import TOLERANCE
+    from kernellab.engine.runtime import TOLERANCE
 
     return max(TOLERANCE[dtype], math.sqrt(numel(shape)) * 2.0**-24)
 

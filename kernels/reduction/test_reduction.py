@@ -10,9 +10,9 @@ import re
 import pytest
 import torch
 
-from kernellab import runtime
-from kernellab.harness import compare
-from kernellab.testing import check, cuda_rel_err, randn_cuda, rel_error, run
+from kernellab.engine import runtime
+from kernellab.engine.harness import compare
+from kernellab.engine.testing import check, cuda_rel_err, randn_cuda, rel_error, run
 
 from . import FAMILY as fam
 
@@ -89,7 +89,7 @@ def test_gpu_large_sums(dtype):
     shape = (1 << 24,)
     for key, impl in fam.impls.items():
         if impl.backend == "cuda":
-            from kernellab import cuda_ext
+            from kernellab.engine import cuda_ext
             from kernellab.errors import Unavailable
 
             try:

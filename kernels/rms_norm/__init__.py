@@ -19,12 +19,15 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab import peers
+from kernellab.engine.registry import Family, Impl, register_family
+from kernellab.engine.runtime import element_size
+from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import (
     chunk_loop_configs,
     compiled,
     cuda_op,
     numel,
+    peers,
     prune_chunk_configs,
     prune_row_tile_configs,
     randn,
@@ -33,9 +36,6 @@ from kernellab.kit import (
     row_shape,
     row_tile_configs,
 )
-from kernellab.registry import Family, Impl, register_family
-from kernellab.runtime import element_size
-from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 EPS = 1e-6
 
@@ -152,7 +152,7 @@ def rms_norm_cuda(variant: str):
     return run
 
 
-# The field (kernellab.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
+# The field (kernellab.kit.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
 _liger_rms_norm = peers.entry(peers.LIGER, "liger_kernel.ops.rms_norm", "rms_norm_forward")
 _quack_rms_norm = peers.entry(peers.QUACK, "quack.rmsnorm", "rmsnorm_fwd")
 

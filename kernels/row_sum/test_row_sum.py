@@ -9,8 +9,8 @@ import re
 import pytest
 import torch
 
-from kernellab import runtime
-from kernellab.testing import check, cuda_rel_err, randn_cuda, rel_error
+from kernellab.engine import runtime
+from kernellab.engine.testing import check, cuda_rel_err, randn_cuda, rel_error
 
 from . import FAMILY as fam
 

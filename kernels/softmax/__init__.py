@@ -21,11 +21,14 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab import peers
+from kernellab.engine.registry import Family, Impl, register_family
+from kernellab.engine.runtime import element_size
+from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import (
     compiled,
     cuda_op,
     numel,
+    peers,
     prune_row_tile_configs,
     randn,
     returns_new,
@@ -33,9 +36,6 @@ from kernellab.kit import (
     row_shape,
     row_tile_configs,
 )
-from kernellab.registry import Family, Impl, register_family
-from kernellab.runtime import element_size
-from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 ONLINE_CHUNK = 4096  # chunk of the (untuned) online step
 
@@ -150,7 +150,7 @@ def softmax_autotuned(out, x):
     return out
 
 
-# The field (kernellab.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
+# The field (kernellab.kit.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
 _liger_softmax = peers.entry(peers.LIGER, "liger_kernel.ops.softmax", "_softmax_forward")
 _quack_softmax = peers.entry(peers.QUACK, "quack.softmax", "softmax_fwd")
 

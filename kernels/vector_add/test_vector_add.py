@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernellab.testing import empty_like_nan, randn_cuda
+from kernellab.engine.testing import empty_like_nan, randn_cuda
 
 
 @pytest.mark.gpu

@@ -15,11 +15,13 @@ os.environ.update(
 )
 sys.path.insert(0, str(ROOT))
 
-from kernellab import config as kl_config  # noqa: E402
-from kernellab import cuda_build, manifest, registry  # noqa: E402
+from kernellab.workflow import config as kl_config  # noqa: E402
+from kernellab.engine import cuda_build
+from kernellab.workflow import manifest
+from kernellab.engine import registry  # noqa: E402
 from kernellab.errors import ConfigError  # noqa: E402
-from kernellab.hardware import set_names  # noqa: E402
-from kernellab.survey import hardware_slug  # noqa: E402
+from kernellab.engine.hardware import set_names  # noqa: E402
+from kernellab.engine.survey import hardware_slug  # noqa: E402
 
 try:
     kl_config.validate_schema(config)  # defaults filled in; a bad key named in one line
@@ -35,11 +37,11 @@ try:
     kl_config.check(config)
     kl_config.check_compare(config)
     if getattr(workflow.executor_plugin, "name", "") == "slurm":
-        from kernellab.cluster import check_slurm
+        from kernellab.workflow.cluster import check_slurm
 
         check_slurm(config["hardware"])
     elif workflow.local_exec and not workflow.remote_exec and not config["hardware"]:
-        from kernellab.runtime import has_gpu
+        from kernellab.engine.runtime import has_gpu
 
         kl_config.check_target(config["target"], has_gpu())
 except (ConfigError, registry.FamilyError) as exc:
@@ -71,7 +73,7 @@ NCU_KERNELS = [
 def compared_sets(wildcards):
     """The sets a set's report compares with: the reference sets of its kind
     (compare.references), and the result sets compare.with names; nothing else."""
-    from kernellab.reference import of_kind
+    from kernellab.workflow.reference import of_kind
 
     # the project's folder, wherever the run's working directory is
     refs = config["compare"]["references"] and ROOT / config["compare"]["references"]
@@ -123,9 +125,9 @@ SCRIPTS = ROOT / "workflow" / "scripts"
 
 def job_code(script, kernels):
     """What a job of ``script`` runs for ``kernels``: their folders, and the kernellab modules
-    that the script and those folders import (found by kernellab.imports, not listed by hand):
+    that the script and those folders import (found by kernellab.workflow.imports, not listed by hand):
     editing the report reruns no measurement, editing the timer every one."""
-    from kernellab.imports import reachable
+    from kernellab.workflow.imports import reachable
 
     files = [f for k in kernels for f in folder_files(FAMILY_DIRS[k])]
     roots = [SCRIPTS / script] + [f for f in files if f.endswith(".py")]
@@ -242,7 +244,7 @@ GPU_SLOTS = str(Path(config["staging"], ".gpu-slots").resolve())
 
 
 def job_env(wildcards):
-    """What every job sets up before its work (kernellab.pipeline.job)."""
+    """What every job sets up before its work (kernellab.workflow.pipeline.job)."""
     return {
         "cache": run_cache(wildcards),
         "slots": GPU_SLOTS,
@@ -251,13 +253,13 @@ def job_env(wildcards):
 
 
 def take_run_lock():
-    """One run at a time per staging folder (kernellab.runlock), held until this process ends.
+    """One run at a time per staging folder (kernellab.workflow.runlock), held until this process ends.
 
     Called first thing in the Snakefile's onstart: Snakemake calls onstart in the main process
     of a run with jobs to do, never in a dry run, --lint or --summary, nor in a job process it
     spawns or a cluster job (both get --no-hooks). Parsing cannot tell these apart: Snakemake
     9.27 sets workflow.dryrun and workflow.executor_plugin after it."""
-    from kernellab.runlock import RunLocked, acquire
+    from kernellab.workflow.runlock import RunLocked, acquire
 
     try:
         acquire(config["staging"])

@@ -1,6 +1,6 @@
 import os
 
-from kernellab import assemble, pipeline
+from kernellab.workflow import assemble, pipeline
 
 with pipeline.logged(snakemake.log[0]):
     assemble.aggregate(

@@ -1,4 +1,4 @@
-from kernellab import assemble, pipeline
+from kernellab.workflow import assemble, pipeline
 
 with pipeline.logged(snakemake.log[0]):
     assemble.compare(

@@ -1,4 +1,4 @@
-from kernellab import pipeline
+from kernellab.workflow import pipeline
 
 with pipeline.job(snakemake.log[0], gpu=snakemake.resources.get("gpu", 0), **snakemake.params.env):
     pipeline.ptx(snakemake.params.config, snakemake.params.kernels, snakemake.input.build, [snakemake.output.index])

@@ -12,9 +12,9 @@ import torch
 import triton
 import triton.language as tl
 
+from kernellab.engine.registry import Family, Impl, register_family
+from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import compiled, cuda_op, elementwise_bytes, numel, randn, returns_new
-from kernellab.registry import Family, Impl, register_family
-from kernellab.triton_utils import CompileSpec, autotune, launch, triton_type
 
 
 def reference(x):

@@ -12,8 +12,8 @@ import platform
 import re
 import time
 
-from kernellab import nvml, runtime
-from kernellab.stats import summarize
+from kernellab.engine import nvml, runtime
+from kernellab.engine.stats import summarize
 
 # Vendor datasheet figures (dense, no sparsity): memory bandwidth in GB/s and matrix
 # rates in TFLOP/s. Leads, not ceilings: the measured numbers are what rows divide by.
@@ -59,7 +59,7 @@ def hardware_slug() -> str:
 
 
 # ------------------------------------------------------------------ ceilings
-# Ceilings are timed by the benchmark's own loop (kernellab.timing.measure: warm-up by time,
+# Ceilings are timed by the benchmark's own loop (kernellab.engine.timing.measure: warm-up by time,
 # samples until the noise target or the budget, the median), so a row and its ceiling are the
 # same statistic of the same timer. Warm (no L2 flush): a ceiling is the best the machine does.
 SURVEY_TIMING = {"mode": "warm", "budget_s": 0.3, "graph": False}
@@ -70,7 +70,7 @@ MATMUL_SIZES = {"cuda": (2048, 4096, 8192), "cpu": (64, 128, 256, 512)}
 
 
 def _time_us(fn, device: str) -> float:
-    from kernellab.timing import TimingConfig, measure
+    from kernellab.engine.timing import TimingConfig, measure
 
     return summarize(measure(fn, TimingConfig.from_config(SURVEY_TIMING), device).samples_us).median
 
@@ -134,7 +134,7 @@ def survey(device: str) -> dict:
 
 
 def _llc() -> int:
-    from kernellab.timing import llc_bytes
+    from kernellab.engine.timing import llc_bytes
 
     return llc_bytes()
 

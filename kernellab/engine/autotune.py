@@ -17,11 +17,11 @@ import math
 import time
 from typing import Iterator
 
-from kernellab import runtime, triton_utils
-from kernellab.cases import Case
-from kernellab.registry import Family, Impl
-from kernellab.stats import summarize
-from kernellab.timing import TimingConfig, measure
+from kernellab.engine import runtime, triton_utils
+from kernellab.engine.cases import Case
+from kernellab.engine.registry import Family, Impl
+from kernellab.engine.stats import summarize
+from kernellab.engine.timing import TimingConfig, measure
 
 log = logging.getLogger("kernellab")
 
@@ -51,7 +51,7 @@ def precompile(family: Family, impl: Impl, cases: list[Case], device: str, worke
     """Compile every config of every case before tuning, on ``workers`` threads
     (``triton_utils.precompile``): the launcher runs once per case with its launches
     recorded, not run. ``untuned``: cases that run their first config only (check-only
-    shapes). On ``meta`` (``kernellab.prepare``, compiling ahead) inputs are shapes only."""
+    shapes). On ``meta`` (``kernellab.engine.prepare``, compiling ahead) inputs are shapes only."""
     t0 = time.perf_counter()
     calls = []
     for group, mode in ((cases, contextlib.nullcontext), (untuned, triton_utils.untuned)):

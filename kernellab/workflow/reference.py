@@ -5,7 +5,7 @@ comparison read, plus the Markdown pages and figures a reader of the repository 
 running anything. What a command makes again from what is kept stays out: report.html (rendered
 by ``python -m kernellab.report``), the raw samples, the profiler traces and the logs.
 
-    python -m kernellab.reference results/nvidia-h200        # -> reference/nvidia-h200/
+    python -m kernellab.workflow.reference results/nvidia-h200        # -> reference/nvidia-h200/
 
 Every run's report compares its set with the references of its kind (a GPU set with the GPU
 references, a CPU set with the CPU one): config ``compare.references``.
@@ -127,7 +127,7 @@ def tracked_bytes(set_dir: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernellab.reference", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m kernellab.workflow.reference", description=__doc__.split("\n\n")[0])
     ap.add_argument("sets", nargs="+", type=Path, help="published result sets, e.g. results/nvidia-h200")
     ap.add_argument("--root", type=Path, default=ROOT, help="the folder of the reference sets (reference/)")
     args = ap.parse_args(argv)

@@ -14,7 +14,7 @@ import os
 @functools.cache
 def has_gpu() -> bool:
     # Ask NVML rather than the CUDA runtime, so this process never initialises CUDA
-    # and can fork fresh workers (kernellab.isolate).
+    # and can fork fresh workers (kernellab.engine.isolate).
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     import torch
 
@@ -45,7 +45,7 @@ def setup() -> str:
     if not has_gpu():
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if triton_interpreted():
-        from kernellab.triton_compat import apply_interpreter_fixes
+        from kernellab.engine.triton_compat import apply_interpreter_fixes
 
         apply_interpreter_fixes()
     return device()

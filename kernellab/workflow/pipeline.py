@@ -14,11 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from kernellab import cuda_ext, runtime
+from kernellab.engine import cuda_ext, runtime
 from kernellab.io import write_csv, write_json
 
 log = logging.getLogger("kernellab")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 INTERRUPTED = "interrupted: rerun the same command to resume"
@@ -59,14 +59,14 @@ def job(log_path: str | None, cache: str = "", slots: str = "", expect_set: str 
         if cache:
             runtime.use_run_cache(cache)
         if gpu and slots:
-            from kernellab import gpu_slots
+            from kernellab.workflow import gpu_slots
 
             device = gpu_slots.pin(slots)
             log.info("GPU slot: %s", f"device {device}" if device is not None else
                      f"none taken (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r})")
         if expect_set:
-            from kernellab.hardware import check_identity
-            from kernellab.survey import hardware_slug
+            from kernellab.engine.hardware import check_identity
+            from kernellab.engine.survey import hardware_slug
 
             check_identity(expect_set, hardware_slug())
         yield
@@ -78,7 +78,7 @@ def _to_log(log_path: str | None):
         yield
         return
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    from kernellab import progress
+    from kernellab.workflow import progress
 
     with open(log_path, "w") as fh:
         old_out, old_err = sys.stdout, sys.stderr
@@ -117,7 +117,7 @@ def target_of(config: dict) -> str:
 
 def families(config: dict) -> dict:
     """The registry's families, loaded from the config's kernel folders (once per process)."""
-    from kernellab import registry
+    from kernellab.engine import registry
 
 
     registry.load(config.get("kernel_dirs"))
@@ -125,7 +125,7 @@ def families(config: dict) -> dict:
 
 
 def _plan(config: dict, kernel: str):
-    from kernellab.cases import kernel_plan
+    from kernellab.engine.cases import kernel_plan
 
     return kernel_plan(kernel, config["kernels"][kernel], target_of(config))
 
@@ -137,10 +137,11 @@ def run_plan_path(set_dir: str | Path) -> Path:
 
 
 def write_run_plan(config: dict, staging: str, sets) -> None:
-    """Each family's measure work (``kernellab.progress.ImplWork`` units) for every set of the
+    """Each family's measure work (``kernellab.workflow.progress.ImplWork`` units) for every set of the
     run: the measure jobs turn it into an estimate of the run's time left."""
-    from kernellab import progress, registry
-    from kernellab.harness import impl_works
+    from kernellab.engine import registry
+    from kernellab.engine.harness import impl_works
+    from kernellab.workflow import progress
 
     device = "cuda" if target_of(config) == "gpu" else "cpu"
     seeds = list((config.get("check") or {}).get("seeds") or [])
@@ -159,7 +160,7 @@ def write_run_plan(config: dict, staging: str, sets) -> None:
 # ------------------------------------------------------------------ rules
 def survey(out_json: str) -> dict:
     device = runtime.setup()
-    from kernellab.survey import survey as measure
+    from kernellab.engine.survey import survey as measure
 
     data = measure(device)
     write_json(out_json, data)
@@ -177,7 +178,8 @@ def build_cuda(out_json: str, resources_csv: str, folder: str) -> dict:
     not compile is named, and its CUDA implementations say so (no library is built)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kernellab import cuda_build, progress
+    from kernellab.engine import cuda_build
+    from kernellab.workflow import progress
 
     out_dir = Path(out_json).parent
     family = Path(folder).name
@@ -218,9 +220,9 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
             samples_json: str, autotune_csv: str) -> None:
     """Autotuning, correctness checks and benchmarks of one family: each implementation
     is tuned (Triton), checked and benchmarked in one worker, so each compile happens once."""
-    from kernellab import progress
-    from kernellab.harness import CHECK_COLUMNS, measure_family
-    from kernellab.timing import TimingConfig
+    from kernellab.engine.harness import CHECK_COLUMNS, measure_family
+    from kernellab.engine.timing import TimingConfig
+    from kernellab.workflow import progress
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
@@ -260,9 +262,9 @@ def profile(config: dict, kernels: list[str], build_json: str | list[str], out_c
     family's profile shape, with a Chrome trace each. One worker runs them all (the
     profiler's start-up, CUPTI, costs seconds per process); a crash costs only the
     implementation that crashed (``isolate.run_batch``)."""
-    from kernellab import isolate
-    from kernellab.cases import Case
-    from kernellab.profile import profile_case
+    from kernellab.engine import isolate
+    from kernellab.engine.cases import Case
+    from kernellab.engine.profile import profile_case
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
@@ -313,8 +315,8 @@ def ptx(config: dict, kernels: list[str], build_json: str | list[str], out_index
     default the cores this process may use, at most 16. A task that fails leaves an entry
     saying so; the other tasks' entries stand.
     """
-    from kernellab import isolate
-    from kernellab import ptx as ptxmod
+    from kernellab.engine import isolate
+    from kernellab.engine import ptx as ptxmod
 
     # cross-compiling never runs a kernel: make sure Triton compiles rather than interprets
     os.environ["TRITON_INTERPRET"] = "0"
@@ -358,7 +360,7 @@ def ptx(config: dict, kernels: list[str], build_json: str | list[str], out_index
 def _gpu_arch() -> int:
     """The GPU's compute capability from NVML (this process must not start CUDA before
     forking); sm_90 when there is no GPU."""
-    from kernellab.nvml import Monitor
+    from kernellab.engine.nvml import Monitor
 
     return Monitor().compute_capability() or 90
 
@@ -367,8 +369,8 @@ def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[
     """Nsight Compute on every ladder step of the families, each at its ladder's shape and
     dtype, and on each family's ``ncu_cases`` (ladder and step empty), in one ncu session; one
     table per family, each row with the family's byte model beside the bytes DRAM moved."""
-    from kernellab.cases import parse_shape
-    from kernellab.ncu import COLUMNS, profile_steps
+    from kernellab.engine.cases import parse_shape
+    from kernellab.engine.ncu import COLUMNS, profile_steps
 
     nc = config.get("ncu") or {}
     bases, ladders = [], []

@@ -1,6 +1,6 @@
 """Correctness checks and benchmarks of one kernel family, case by case.
 
-Each implementation runs in its own forked worker (``kernellab.isolate``); inside it
+Each implementation runs in its own forked worker (``kernellab.engine.isolate``); inside it
 each case is guarded, so one failure is recorded with its status and reason and every
 other case still runs:
 
@@ -20,12 +20,12 @@ import math
 import time
 from typing import Iterator
 
-from kernellab import isolate, runtime
-from kernellab.cases import Case, KernelPlan, shape_str
+from kernellab.engine import isolate, runtime
+from kernellab.engine.cases import Case, KernelPlan, shape_str
+from kernellab.engine.registry import Family, Impl
+from kernellab.engine.timing import TimingConfig, measure
 from kernellab.errors import Unavailable
-from kernellab.progress import ImplWork, Progress
-from kernellab.registry import Family, Impl
-from kernellab.timing import TimingConfig, measure
+from kernellab.workflow.progress import ImplWork, Progress
 
 log = logging.getLogger("kernellab")
 CHECK_COLUMNS = ["kernel", "impl", "impl_key", "step", "backend", "shape", "dtype", "params", "seed",
@@ -43,7 +43,7 @@ def _float64(x):
 
 def memory_estimate(family: Family, case: Case, check: bool) -> int:
     """Bytes a case needs: its inputs and output, plus float64 copies when checking."""
-    from kernellab.runtime import element_size
+    from kernellab.engine.runtime import element_size
 
     moved = family.bytes_moved(case.shape, case.dtype, **case.param_dict)
     if not check:
@@ -93,7 +93,7 @@ def where_raised(exc: BaseException, folder=None) -> str:
     import traceback
     from pathlib import Path
 
-    from kernellab.registry import ROOT
+    from kernellab.engine.registry import ROOT
 
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
@@ -193,7 +193,7 @@ def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], 
     """Check every case with every seed. Autotuned Triton kernels tune only the shapes in
     ``tuned_shapes`` (the benchmarked ones; None: all) and run their first config on the
     others (``triton_utils.untuned``)."""
-    from kernellab.triton_utils import untuned
+    from kernellab.engine.triton_utils import untuned
 
     logged: set = set()
     for case in cases:
@@ -273,7 +273,7 @@ def measure_impl(family: Family, impl: Impl, check_cases: list[Case], bench_case
     one process, so that what it compiles (torch.compile graphs, Triton kernels and their
     autotuning) is compiled once: ``("autotune" | "check" | "bench", row)`` records."""
     if tune is not None:
-        from kernellab.autotune import autotune_impl
+        from kernellab.engine.autotune import autotune_impl
 
         for row in autotune_impl(family, impl, *tune[:2], device, tune[2]):
             yield "autotune", {**row, "impl": impl.impl, "step": impl.step}
@@ -335,9 +335,9 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
     implementation is tuned on its benchmark shapes first; under the interpreter, which
     runs every program in Python, on the smallest shape per dtype). ``timeout_s`` holds
     for each implementation's worker. ``ahead``: how many workers may compile ahead of
-    their turn (``kernellab.prepare``, ``isolate.run_in_turn``); the rows come in the
+    their turn (``kernellab.engine.prepare``, ``isolate.run_in_turn``); the rows come in the
     plan's order whatever order the workers ran in."""
-    from kernellab.prepare import preparation
+    from kernellab.engine.prepare import preparation
 
     keys = plan.impl_keys(family)
     # the cases of each implementation as summary.csv counts them: its benchmark cases

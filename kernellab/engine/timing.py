@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from kernellab import nvml
-from kernellab.stats import StopRule, summarize, transient_cut
+from kernellab.engine import nvml
+from kernellab.engine.stats import StopRule, summarize, transient_cut
 
 
 @dataclass(frozen=True)

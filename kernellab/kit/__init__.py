@@ -1,8 +1,8 @@
 """What a kernel family's folder builds on: inputs, byte counts, adapters for torch,
 torch.compile and CUDA implementations, and the row-kernel autotune helpers.
 
-A family's ``__init__.py`` imports from here and from ``kernellab.registry``
-(``Family``, ``Impl``, ``register_family``) and ``kernellab.triton_utils``."""
+A family's ``__init__.py`` imports from here and from ``kernellab.engine.registry``
+(``Family``, ``Impl``, ``register_family``) and ``kernellab.engine.triton_utils``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import math
 import sys
 from typing import Callable
 
-from kernellab import cuda_ext
-from kernellab.runtime import element_size, torch_dtype
+from kernellab.engine import cuda_ext
+from kernellab.engine.runtime import element_size, torch_dtype
 
 
 def numel(shape) -> int:
@@ -29,7 +29,7 @@ def randn(shape, dtype: str, device: str, seed: int, scale: float = 1.0, offset:
 
 def generator(device: str, seed: int):
     """A generator on ``device`` seeded with ``seed``; None on ``meta``, where inputs are
-    shapes and dtypes only (what ``kernellab.prepare`` compiles from)."""
+    shapes and dtypes only (what ``kernellab.engine.prepare`` compiles from)."""
     import torch
 
     if torch.device(device).type == "meta":
@@ -106,7 +106,7 @@ def compiles_ahead(fn: Callable) -> bool:
 
 def compile_only(fn: Callable, out, *inputs, **params) -> None:
     """Lower ``fn``'s graph for these inputs with Inductor, into the run's caches, without
-    running it (``kernellab.prepare``); the real call then finds the compiled graph there."""
+    running it (``kernellab.engine.prepare``); the real call then finds the compiled graph there."""
     fn.lower(out, *inputs, **params)
 
 

@@ -11,7 +11,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernellab.runtime import triton_interpreted
+from kernellab.engine.runtime import triton_interpreted
 
 # ``@triton.autotune`` times each config with ``bench_config``: the benchmark's own timer
 # (``timing.measure``: cold samples after a read flush, CUDA events, a spin kernel holding
@@ -29,7 +29,7 @@ def bench_config(fn, quantiles):
     """The benchmark ``@triton.autotune`` runs for each config: its quantiles in ms."""
     import numpy as np
 
-    from kernellab.timing import TimingConfig, measure
+    from kernellab.engine.timing import TimingConfig, measure
 
     cfg = TimingConfig(budget_s=AUTOTUNE_BUDGET_S, warmup_s=AUTOTUNE_WARMUP_S, graph=False, min_samples=5)
     samples = measure(fn, cfg, "cuda").samples_us

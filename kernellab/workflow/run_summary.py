@@ -79,7 +79,7 @@ def stopped_message(snakemake_log) -> str:
     """What a run that stopped early says last: after Ctrl-C (Snakemake's log says it
     terminated the jobs on user request) the one line a job says too, else that a job failed.
     ``snakemake_log``: what Snakemake hands its onerror handler (a path, a list of them, None)."""
-    from kernellab.pipeline import INTERRUPTED
+    from kernellab.workflow.pipeline import INTERRUPTED
 
     paths = [snakemake_log] if isinstance(snakemake_log, (str, Path)) else list(snakemake_log or [])
     text = ""

@@ -4,7 +4,7 @@ Importable and unit-testable; the Snakemake rules call these functions.
 
 - ``build_extension(out_dir)`` runs ``kernels/setup.py build_ext`` and reports where the
   library is; a CPU-only torch or a missing nvcc gives status ``unavailable`` (no exception).
-- ``write_build_json(out_dir, info)`` records that result atomically for ``kernellab.cuda_ext``.
+- ``write_build_json(out_dir, info)`` records that result atomically for ``kernellab.engine.cuda_ext``.
 - ``family_sources(dirs)`` finds each family folder's CUDA sources and binding files.
 - ``resource_report(out_dir, dirs)`` compiles each family's ``.cu`` files to cubins with
   ``-Xptxas -v`` (no GPU needed) and parses registers, spills, stack and shared memory; a
@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KERNELS_DIR = ROOT / "kernels"
 COMMON_DIR = KERNELS_DIR / "common"  # the headers every family's CUDA and binding include
 SETUP_PY = KERNELS_DIR / "setup.py"
@@ -130,7 +130,7 @@ def _setup_module():
 def family_sources(dirs=None) -> dict[str, dict[str, list[Path]]]:
     """Family -> {"cu": its .cu files, "bindings": its binding.cpp files} for every family folder
     of the kernel directories (``registry.kernel_dirs``) that holds CUDA; its subfolders count."""
-    from kernellab import registry
+    from kernellab.engine import registry
 
     out = {}
     for name, folder in registry.family_folders(registry.kernel_dirs(dirs)).items():

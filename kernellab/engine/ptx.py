@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kernellab.engine.registry import Family, Impl
 from kernellab.io import write_bytes, write_text
-from kernellab.registry import Family, Impl
 
 # (label, regex) scanned in PTX and SASS text
 PATTERNS = [
@@ -51,7 +51,7 @@ def _name_of(kernel) -> str:
 
 
 def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path, arch: int) -> list[dict]:
-    from kernellab import triton_utils
+    from kernellab.engine import triton_utils
 
     entries = []
     for dtype in dtypes:
@@ -95,7 +95,7 @@ def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path,
 
 def _sass(cubin: Path) -> tuple[str, str]:
     try:
-        from kernellab import cuda_build
+        from kernellab.engine import cuda_build
 
         text = cuda_build.sass(cubin)
     except Exception as exc:  # noqa: BLE001 - no cuobjdump: PTX is still there
@@ -172,7 +172,7 @@ def entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, 
                 build_dir: Path | None = None) -> list[dict]:
     """Index entries of some implementations of one family (one task of the ptx rule's
     process pool; CUDA implementations sharing a .cu file share its compilation)."""
-    from kernellab import registry
+    from kernellab.engine import registry
 
     family = registry.family(kernel)
     entries, cache = [], {}
@@ -189,7 +189,7 @@ def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: di
                  build_dir: Path | None = None) -> list[dict]:
     """PTX and SASS of the CUDA kernels an implementation launches: from ``build_dir`` (build_cuda's
     output folder) where it holds them, else compiled."""
-    from kernellab import cuda_build
+    from kernellab.engine import cuda_build
 
     entries = []
     for kname in impl.cuda_kernels:

@@ -11,7 +11,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from kernellab.registry import Family, Impl
+from kernellab.engine.registry import Family, Impl
 
 
 def parse_shape(value) -> tuple[int, ...]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from kernellab import runtime
-from kernellab.harness import compare
+from kernellab.engine import runtime
+from kernellab.engine.harness import compare
 
 
 def run(fam, fn, shape, dtype, seed=0, device=None, **params):
@@ -112,7 +112,7 @@ def sass_functions(text: str) -> dict[str, str]:
 def nvcc_or_skip() -> str:
     import pytest
 
-    from kernellab import cuda_build
+    from kernellab.engine import cuda_build
 
     nvcc = cuda_build.find_nvcc()
     if nvcc is None:

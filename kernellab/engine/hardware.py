@@ -8,7 +8,7 @@ so a job scheduled on the wrong model fails instead of mixing two machines in on
 
 from __future__ import annotations
 
-from kernellab.survey import slugify
+from kernellab.engine.survey import slugify
 
 VENDORS = ("nvidia-", "amd-", "cpu-")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-# liger and quack: other libraries' kernels beside ours (kernellab.peers), each its own kind and backend
+# liger and quack: other libraries' kernels beside ours (kernellab.kit.peers), each its own kind and backend
 BACKENDS = ("torch", "cuda", "triton", "compile", "liger", "quack")
 IMPL_KINDS = ("torch_naive", "torch_fused", "cuda", "triton", "compiled", "compiled_max_autotune", "liger", "quack")
 
@@ -133,7 +133,7 @@ class Family:
 _FAMILIES: dict[str, Family] = {}
 _ERRORS: dict[str, str] = {}  # family folder -> why it could not be loaded
 _DIRS: list[Path] = []
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIRS = ("kernels",)
 NOT_FAMILIES = ("common",)  # shared CUDA and binding helpers, not a family
 
@@ -204,7 +204,7 @@ def _check_family(family: Family) -> None:
 
 
 def _dtypes() -> tuple[str, ...]:
-    from kernellab.runtime import TOLERANCE
+    from kernellab.engine.runtime import TOLERANCE
 
     return tuple(TOLERANCE)
 
@@ -264,7 +264,7 @@ def load(dirs=None, base: str | os.PathLike | None = None) -> dict[str, str]:
     directories do nothing). A folder that fails is left out and its error kept
     (``load_errors``), so one broken family never stops the others. Returns those errors."""
     from kernellab import families as package
-    from kernellab import runtime
+    from kernellab.engine import runtime
 
     wanted = kernel_dirs(dirs, base)
     if _DIRS == wanted:

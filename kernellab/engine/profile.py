@@ -11,10 +11,10 @@ import math
 import tempfile
 from pathlib import Path
 
-from kernellab import runtime
-from kernellab.cases import Case
+from kernellab.engine import runtime
+from kernellab.engine.cases import Case
+from kernellab.engine.registry import Family, Impl
 from kernellab.io import write_bytes
-from kernellab.registry import Family, Impl
 
 TOP = 10
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernellab.cases import default_dtype, parse_shape, shape_str
+from kernellab.engine.cases import default_dtype, parse_shape, shape_str
 from kernellab.errors import ConfigError
 
-SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def _schema() -> dict:
@@ -168,7 +168,7 @@ def _check_one_shape(fam, key: str, value) -> None:
 def check(config: dict, families: dict | None = None) -> None:
     """Raise ConfigError naming the first problem found."""
     if families is None:
-        from kernellab import registry
+        from kernellab.engine import registry
 
         families = registry.families()
     kernels = config.get("kernels") or {}

@@ -1,8 +1,8 @@
 """What the rules that make a result set of the jobs' files do: aggregate, report, publish and
 compare, as plain functions of paths and config (the scripts under workflow/scripts/ call them).
 
-They live apart from kernellab.pipeline, which the measuring jobs import: a job's code stamp
-holds the modules it can import (kernellab.imports), so editing the aggregation or the report
+They live apart from kernellab.workflow.pipeline, which the measuring jobs import: a job's code stamp
+holds the modules it can import (kernellab.workflow.imports), so editing the aggregation or the report
 measures nothing again.
 """
 
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from kernellab.io import read_json, write_csv, write_json
-from kernellab.pipeline import ROOT, families, target_of
+from kernellab.workflow.pipeline import ROOT, families, target_of
 
 log = logging.getLogger("kernellab")
 
@@ -39,8 +39,8 @@ def build_summary(build_jsons: list[str]) -> dict:
 def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],
               ptx_indexes: list[str], build_json: list[str], out_summary: str, out_ladders: str, out_env: str,
               command: str) -> None:
-    from kernellab import aggregate as agg
-    from kernellab.cases import plans
+    from kernellab.engine.cases import plans
+    from kernellab.workflow import aggregate as agg
 
     prune_stage(Path(out_summary).parent, config["kernels"])
     survey = read_json(survey_json)
@@ -100,7 +100,7 @@ def prune_stage(stage: str | os.PathLike, kernels) -> list[str]:
 
 
 def _run_id(survey: dict, config: dict) -> str:
-    from kernellab.aggregate import config_hash
+    from kernellab.workflow.aggregate import config_hash
 
     stamp = (survey.get("timestamp") or "").replace(":", "").replace("-", "")
     return f"{survey.get('hardware')}-{stamp}-{config_hash(config)[:8]}"
@@ -151,7 +151,7 @@ def report(stage_set_dir: str, others: list[str], references: list[str]) -> None
 
 def compare(summary_a: str, summary_b: str, name_a: str, name_b: str, out_csv: str, out_png: str,
             threshold: float, min_us: float) -> None:
-    from kernellab import compare as cmp
+    from kernellab.workflow import compare as cmp
 
     df = cmp.compare_sets(Path(summary_a), Path(summary_b), name_a, name_b, threshold, min_us)
     write_csv(out_csv, df)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernellab.stats import classify
+from kernellab.engine.stats import classify
 
 KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
 # time_ratio: b's median over a's (above 1, b is slower); change = time_ratio - 1; verdict: b

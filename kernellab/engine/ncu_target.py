@@ -1,6 +1,6 @@
 """The process ncu profiles: each step warmed up, then one call in an NVTX range.
 
-``python -m kernellab.ncu_target BUILD_JSONS STATUS_JSON KERNEL_DIRS KERNEL:IMPL_KEY:DTYPE:SHAPE ...``
+``python -m kernellab.engine.ncu_target BUILD_JSONS STATUS_JSON KERNEL_DIRS KERNEL:IMPL_KEY:DTYPE:SHAPE ...``
 
 (BUILD_JSONS: the families' build.json files, KERNEL_DIRS: the kernel folders, each joined by
 ``os.pathsep``.)
@@ -20,9 +20,9 @@ import sys
 
 def main(argv: list[str]) -> int:
     build_json, status_json, kernel_dirs, *steps = argv
-    from kernellab import cuda_ext, registry, runtime
-    from kernellab.cases import parse_shape
-    from kernellab.ncu import RANGE
+    from kernellab.engine import cuda_ext, registry, runtime
+    from kernellab.engine.cases import parse_shape
+    from kernellab.engine.ncu import RANGE
 
     device = runtime.setup()
     cuda_ext.configure(build_json.split(os.pathsep))

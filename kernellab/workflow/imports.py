@@ -1,6 +1,6 @@
 """The kernellab modules a job's code can import, found by reading it (no import is run).
 
-A job's code stamp (kernellab.manifest) lists the files whose change reruns it. Listing every
+A job's code stamp (kernellab.workflow.manifest) lists the files whose change reruns it. Listing every
 module of the package would rerun every measure job for an edit to the report; listing them by
 hand would miss one sooner or later. This module follows every ``import kernellab...`` and
 ``from kernellab... import ...`` from a job's entry files, the ones inside functions included,
@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = "kernellab"
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module_file(name: str, root: Path) -> Path | None:

@@ -98,7 +98,7 @@ def corrected_ceilings(survey: dict, df: pd.DataFrame, bounds: dict[str, str]) -
 
 def summarize_run(bench: pd.DataFrame, check: pd.DataFrame, survey: dict, bounds: dict[str, str],
                   meta: dict) -> pd.DataFrame:
-    from kernellab.survey import ceilings
+    from kernellab.engine.survey import ceilings
 
     df = bench.merge(check_verdicts(check), on=KEY, how="left")
     df["check_status"] = df["check_status"].fillna("not checked")
@@ -181,7 +181,7 @@ def config_hash(config: dict) -> str:
 def versions() -> dict:
     import torch
 
-    from kernellab import peers
+    from kernellab.kit import peers
 
     try:
         import triton

@@ -67,7 +67,7 @@ def command(steps: list[tuple[str, str, str, str]], build_json: str | list[str],
             kernel_dirs: list[str] | None = None) -> list[str]:
     """``steps``: (kernel, impl_key, dtype, shape) of each step, in profiling order;
     ``build_json``: the families' build.json files (one per family with CUDA)."""
-    from kernellab import registry
+    from kernellab.engine import registry
 
     dirs = os.pathsep.join(str(d) for d in registry.kernel_dirs(kernel_dirs))
     if not isinstance(build_json, str):
@@ -76,7 +76,7 @@ def command(steps: list[tuple[str, str, str, str]], build_json: str | list[str],
         "ncu", "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
         # base units: bytes as bytes and times in ns, never rescaled per value
         "--print-units", "base", "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS),
-        sys.executable, "-m", "kernellab.ncu_target", build_json, status_json, dirs,
+        sys.executable, "-m", "kernellab.engine.ncu_target", build_json, status_json, dirs,
         *[f"{kernel}:{key}:{dtype}:{shape}" for kernel, key, dtype, shape in steps],
     ]
 

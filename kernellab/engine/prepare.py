@@ -22,9 +22,9 @@ import logging
 import time
 from typing import Callable
 
-from kernellab import runtime
-from kernellab.cases import Case
-from kernellab.registry import Family, Impl
+from kernellab.engine import runtime
+from kernellab.engine.cases import Case
+from kernellab.engine.registry import Family, Impl
 
 log = logging.getLogger("kernellab")
 
@@ -37,7 +37,7 @@ def preparation(family: Family, impl: Impl, tuned: list[Case], untuned: list[Cas
     if device != "cuda":
         return None
     if impl.backend == "triton":
-        from kernellab.autotune import precompile
+        from kernellab.engine.autotune import precompile
 
         return lambda: precompile(family, impl, tuned, "meta", workers, untuned)
     if impl.backend == "compile":

@@ -1,0 +1,1 @@
+"""The engine: loading families, checking, timing, tuning, profiling and building kernels."""
