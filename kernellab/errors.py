@@ -7,3 +7,7 @@ class Unavailable(Exception):
 
 class ConfigError(ValueError):
     """A configuration problem, reported before any GPU work with the key and value at fault."""
+
+
+class FamilyError(Exception):
+    """A family folder that cannot be loaded; the message names the file and the reason."""

@@ -21,7 +21,7 @@ from triton.runtime.errors import OutOfResources
 
 from kernellab.engine import registry, runtime
 from kernellab.engine.testing import check, run, verdict
-from kernellab.engine.triton_utils import force_config, is_autotuned, recording
+from kernellab.kit.triton import force_config, is_autotuned, recording
 from kernellab.errors import Unavailable
 
 FAMILIES = registry.families()
@@ -165,7 +165,7 @@ def test_autotune_configs_name_only_the_kernels_arguments(name):
     """Every meta-parameter an autotuned kernel's configs set is one of the kernel's constexpr
     arguments. The interpreter ignores one it does not take; the GPU's launcher refuses it
     (KeyError: 'Keyword argument ... was specified but unrecognised'), so only a GPU run would tell."""
-    from kernellab.engine.triton_utils import constexpr_args
+    from kernellab.kit.triton import constexpr_args
 
     for key, impl in FAMILIES[name].impls.items():
         for kernel in impl.triton_kernels:

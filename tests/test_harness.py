@@ -232,7 +232,7 @@ def test_check_only_shapes_run_untuned(monkeypatch):
     """Benchmarked shapes are tuned; shapes that are only checked run the first config."""
     import contextlib
 
-    from kernellab.engine import triton_utils
+    from kernellab.kit import triton as kit_triton
 
     seen = []
 
@@ -241,7 +241,7 @@ def test_check_only_shapes_run_untuned(monkeypatch):
         seen.append("untuned")
         yield
 
-    monkeypatch.setattr(triton_utils, "untuned", spy)
+    monkeypatch.setattr(kit_triton, "untuned", spy)
     fam = FAM
     plan = kernel_plan(FAM.name, {**PLAN_CFG, "impls": ["torch_fused"]}, "gpu")
     impl = fam.impls["torch_fused"]

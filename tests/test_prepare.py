@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from kernellab import kit
-from kernellab.engine import isolate, registry, triton_utils
+from kernellab.engine import isolate, registry
+from kernellab.kit import triton as kit_triton
 from kernellab.engine.cases import Case, kernel_plan
 from kernellab.engine.harness import measure_family
 from kernellab.engine.testing import in_fresh_interpreter
@@ -135,7 +136,7 @@ def test_recording_captures_plain_and_autotuned_launches_and_runs_neither():
     for impl in (plain, tuned):
         inputs = fam.make_inputs((8, 512), "fp32", "cpu", 0)
         out = fam.out_like(*inputs).fill_(math.nan)
-        with triton_utils.recording() as recorded:
+        with kit_triton.recording() as recorded:
             impl.fn(out, *inputs)
         assert recorded, impl.key
         for _fn, configs, args, _ in recorded:
@@ -153,7 +154,7 @@ def test_check_only_shapes_record_only_the_first_config():
     fam, _, tuned = _row_family_with_triton_steps()
     case = Case(fam.name, tuned.key, (8, 512), "fp32")
     every = recorded_launches(fam, tuned, case, "meta")
-    first = recorded_launches(fam, tuned, case, "meta", triton_utils.untuned)
+    first = recorded_launches(fam, tuned, case, "meta", kit_triton.untuned)
     assert len(every[0][1]) > 1 and len(first[0][1]) == 1 and first[0][1][0] is every[0][1][0]
 
 

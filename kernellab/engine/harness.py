@@ -192,8 +192,8 @@ def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], 
                tuned_shapes: frozenset | None = None) -> Iterator[dict]:
     """Check every case with every seed. Autotuned Triton kernels tune only the shapes in
     ``tuned_shapes`` (the benchmarked ones; None: all) and run their first config on the
-    others (``triton_utils.untuned``)."""
-    from kernellab.engine.triton_utils import untuned
+    others (``kit.triton.untuned``)."""
+    from kernellab.kit.triton import untuned
 
     logged: set = set()
     for case in cases:

@@ -17,6 +17,7 @@
 #include <torch/library.h>
 
 #include "kernellab.h"
+#include "steps.h"
 
 namespace kl::binding {
 
@@ -96,6 +97,18 @@ inline int variant_index(const char* op, c10::string_view variant, const char* c
   TORCH_CHECK(false, "kernellab.", op, ": unknown variant '", std::string(variant.data(), variant.size()),
               "'; known variants: ", known);
   return -1;
+}
+
+// The launcher of step `variant` in a family's step table (steps.h), or an error naming the known steps.
+template <typename Launch>
+Launch find_step(const char* op, const kl::StepTable<Launch>& steps, c10::string_view variant) {
+  const auto found = steps.find(std::string(variant.data(), variant.size()));
+  if (found != steps.end()) return found->second;
+  std::string known;
+  for (const auto& entry : steps) known += (known.empty() ? "" : ", ") + entry.first;
+  TORCH_CHECK(false, "kernellab.", op, ": unknown variant '", std::string(variant.data(), variant.size()),
+              "'; known variants: ", known);
+  return nullptr;
 }
 
 // Turn a launcher's status into an error naming the op and variant.

@@ -109,6 +109,25 @@ __device__ __forceinline__ bf16 from_double<bf16>(double v) {
   return __double2bfloat16(v);  // one rounding, double -> bf16
 }
 
+// ---- a step's one dtype switch ---------------------------------------------------------------
+template <typename T>
+struct Type {
+  using type = T;
+};
+
+// f(Type<T>{}) with T the element type of `dtype` (float or bf16):
+//   return by_dtype(dtype, [&](auto t) { using T = typename decltype(t)::type; return run<T>(...); });
+template <typename F>
+int by_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return f(Type<float>{});
+    case DType::kBFloat16:
+      return f(Type<bf16>{});
+  }
+  return kErrUnsupportedDtype;
+}
+
 // ---- 16-byte packs: a uint4 holds 4 fp32 or 8 bf16 ------------------------------------------
 
 template <typename T>

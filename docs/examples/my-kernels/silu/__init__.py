@@ -2,8 +2,9 @@
 kernel"). Memory-bound: one read and one write per element, about 4 FLOPs.
 
 This folder is all of it: the definition and float64 reference, the PyTorch and Triton
-implementations, a CUDA ladder of two steps (silu.cu, its header and binding.cpp) and the
-ladder's texts (ladder.yaml). Point ``kernel_dirs`` at the folder above it to measure it.
+implementations (here), a CUDA ladder of two steps (one file each in cuda_silu/, what they share
+in silu.cuh, the op in binding.cpp) and the ladder's order and texts (ladder.yaml). Point
+``kernel_dirs`` at the folder above it to measure it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,18 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
-from kernellab.kit import compiled, cuda_op, elementwise_bytes, numel, randn, returns_new
+from kernellab.kit import (
+    CompileSpec,
+    Family,
+    autotune,
+    compiled,
+    elementwise_bytes,
+    launch,
+    numel,
+    randn,
+    returns_new,
+    triton_type,
+)
 
 
 def reference(x):
@@ -52,29 +62,21 @@ def compile_specs(dtype: str):
                         num_warps=8, label="BLOCK=4096, num_warps=8")]
 
 
-FAMILY = register_family(
-    Family(
-        name="silu",
-        title="SiLU (an example of your own kernel)",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed, scale=3.0),),
-        reference=reference,
-        bytes_moved=elementwise_bytes(1),
-        flops=lambda shape, dtype, **_: 4 * numel(shape),
-        out_like=lambda x: torch.empty_like(x),
-        description="x * sigmoid(x), the activation of SwiGLU.",
-    )
+FAMILY = Family(
+    title="SiLU (an example of your own kernel)",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed, scale=3.0),),
+    reference=reference,
+    bytes_moved=elementwise_bytes(1),
+    flops=lambda shape, dtype, **_: 4 * numel(shape),
+    out_like=lambda x: torch.empty_like(x),
+    description="x * sigmoid(x), the activation of SwiGLU.",
 )
 
-FAMILY.add(Impl(FAMILY.name, "torch_naive", "torch", returns_new(silu_naive)))
-FAMILY.add(Impl(FAMILY.name, "torch_fused", "torch", returns_new(silu_fused)))
-FAMILY.add(Impl(FAMILY.name, "triton", "triton", silu_triton, triton_kernels=(silu_kernel,),
-                compile_specs=compile_specs))
-FAMILY.add(Impl(FAMILY.name, "compiled", "compile", compiled(silu_naive)))
-# (FAMILY.name, not "silu": a copy renamed by its `name=` alone is a family of its own.)
-# The CUDA ladder: each step is a variant of the `silu` op that binding.cpp defines; its idea and
-# prediction are in ladder.yaml.
-for step in ("scalar", "vec4"):
-    FAMILY.add(Impl(FAMILY.name, "cuda", "cuda", cuda_op("silu", step), step=step, ladder="cuda_silu",
-                    cuda_kernels=(f"silu_{step}",)))
+FAMILY.add("torch_naive", returns_new(silu_naive))
+FAMILY.add("torch_fused", returns_new(silu_fused))
+FAMILY.add("triton", silu_triton, triton_kernels=(silu_kernel,), compile_specs=compile_specs)
+FAMILY.add("compiled", compiled(silu_naive))
+# The CUDA ladder cuda_silu: one file per step (cuda_silu/<step>.cu), each run by the `silu` op of
+# binding.cpp with the step's name; their order and texts are ladder.yaml's.

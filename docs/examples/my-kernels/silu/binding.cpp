@@ -1,4 +1,5 @@
-// The silu family's torch op: checks, device guard, current stream, then silu.h's launcher.
+// The silu family's torch op: checks, device guard, current stream, then the step's launcher,
+// looked up by name in the family's step table (silu.h).
 #include "binding.h"
 #include "silu.h"
 
@@ -9,9 +10,10 @@ using namespace kl::binding;
 void silu(const at::Tensor& x, at::Tensor& out, c10::string_view variant) {
   const char* op = "silu";
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
-  const int v = variant_index(op, variant, kl::kSiluVariants);
+  const kl::SiluStep step = find_step(op, kl::silu_steps(), variant);
+  if (x.numel() == 0) return;
   const c10::cuda::CUDAGuard guard(x.device());
-  check_status(op, variant, kl::silu_launch(x.data_ptr(), out.data_ptr(), x.numel(), dtype_tag(x), v, stream_of(x)));
+  check_status(op, variant, step(x.data_ptr(), out.data_ptr(), x.numel(), dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace

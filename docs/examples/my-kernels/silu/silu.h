@@ -1,14 +1,12 @@
-// The silu family's launcher and variant names, shared by silu.cu and binding.cpp.
+// The silu family's CUDA steps: what each step's launcher takes, and their table (steps.h).
 #pragma once
 
-#include "kernellab.h"
+#include "steps.h"
 
 namespace kl {
 
-enum SiluVariant : int { kSiluScalar = 0, kSiluVec4 = 1 };
-inline constexpr const char* kSiluVariants[] = {"scalar", "vec4"};
-
-// out = x * sigmoid(x) over n elements.
-int silu_launch(const void* x, void* out, int64_t n, DType dtype, int variant, cudaStream_t stream);
+// A step: out = x * sigmoid(x) over n > 0 elements; returns kOk, a kErr* code or a cudaError_t.
+using SiluStep = int (*)(const void* x, void* out, int64_t n, DType dtype, cudaStream_t stream);
+KL_STEP_TABLE(silu, SiluStep);
 
 }  // namespace kl

@@ -1,11 +1,11 @@
-"""kernellab.engine.triton_utils: what the project's autotune wrapper keys a tuning on."""
+"""kernellab.kit.triton: what the project's autotune wrapper keys a tuning on."""
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
 
-from kernellab.engine.triton_utils import autotune, constexpr_args
+from kernellab.kit.triton import autotune, constexpr_args
 
 
 @triton.jit

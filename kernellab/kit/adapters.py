@@ -1,0 +1,102 @@
+"""Adapters to the ``(out, *inputs, **params)`` convention: a chain of PyTorch ops, a
+``torch.compile``d function, a CUDA op of a family's extension."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kernellab.engine import cuda_ext
+
+
+def returns_new(fn: Callable) -> Callable:
+    """Adapt ``fn(*inputs)`` (a chain of PyTorch ops) to the ``(out, *inputs)`` convention."""
+
+    def run(out, *inputs, **params):
+        return fn(*inputs, **params)
+
+    run.__name__ = getattr(fn, "__name__", "run")
+    return run
+
+
+def compiled(fn: Callable, adapt: Callable | None = None, **compile_kwargs) -> Callable:
+    """``torch.compile(fn, dynamic=False)``, built on first call so that importing stays cheap.
+
+    ``adapt(*inputs, **params) -> (inputs, params)``, where given, runs before each call, outside
+    the graph: what ``fn`` cannot trace (seeding the device's generator, say) and the arguments
+    it takes. Lowering ahead (``compile_only``) adapts the same way, so it compiles the graph the
+    call will ask for.
+
+    Static shapes: each shape is compiled for itself, as in a model whose shapes are fixed.
+    With the default (automatic dynamic shapes) the worker's second shape would make Dynamo
+    recompile one shape-generic graph for all the rest, and Inductor's generic kernels for
+    it loop where a static one holds the row on chip: at 4096 x 32768 its layer norm took
+    2.5x (fp32) and 3.9x (bf16) the static kernel's time on the H200, a number about dynamic
+    shapes rather than about what torch.compile makes of a fixed model."""
+    holder: dict = {}
+
+    def build(key: str, **kwargs):
+        if key not in holder:
+            import torch
+
+            # one worker sees every shape and dtype of its family: allow the recompiles,
+            # and never fall back to eager silently (that would time PyTorch, not Inductor)
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+            torch._dynamo.config.fail_on_recompile_limit_hit = True
+            holder[key] = torch.compile(fn, **{"dynamic": False, **kwargs})
+        return holder[key]
+
+    def adapted(inputs, params):
+        return adapt(*inputs, **params) if adapt is not None else (inputs, params)
+
+    def run(out, *inputs, **params):
+        inputs, params = adapted(inputs, params)
+        return build("fn", **compile_kwargs)(*inputs, **params)
+
+    def lower(out, *inputs, **params):
+        inputs, params = adapted(inputs, params)
+        build("lower", backend=_lower_only, fullgraph=True)(*inputs, **params)
+
+    if "mode" not in compile_kwargs and "backend" not in compile_kwargs:
+        run.lower = lower  # max-autotune times its choices on the GPU while it compiles
+    return run
+
+
+def compiles_ahead(fn: Callable) -> bool:
+    """Whether ``fn`` (from ``compiled``) can lower its graphs without running them."""
+    return callable(getattr(fn, "lower", None))
+
+
+def compile_only(fn: Callable, out, *inputs, **params) -> None:
+    """Lower ``fn``'s graph for these inputs with Inductor, into the run's caches, without
+    running it (``kernellab.engine.prepare``); the real call then finds the compiled graph there."""
+    fn.lower(out, *inputs, **params)
+
+
+def _lower_only(gm, example_inputs):
+    """A Dynamo backend: Inductor compiles the graph (and writes its caches) exactly as
+    ``torch.compile``'s default backend would, then the graph is not run: the call returns
+    uninitialised outputs of the traced shapes, and no kernel is launched."""
+    import torch
+    from torch._inductor.compile_fx import compile_fx
+
+    compile_fx(gm, example_inputs)
+    (result,) = next(n for n in gm.graph.nodes if n.op == "output").args
+    vals = [a.meta.get("example_value", a.meta.get("val")) if isinstance(a, torch.fx.Node) else a
+            for a in (result if isinstance(result, (tuple, list)) else (result,))]
+
+    def empty(*args):
+        return tuple(torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+                     if isinstance(v, torch.Tensor) else v for v in vals)
+
+    return empty
+
+
+def cuda_op(family: str, name: str, variant: str) -> Callable:
+    """Call ``torch.ops.kernellab.<name>(*inputs, out, *params, variant)``, an op that ``family``'s
+    binding.cpp defines (the family's own library, built from its folder)."""
+
+    def run(out, *inputs, **params):
+        getattr(cuda_ext.ops(family), name)(*inputs, out, *params.values(), variant)
+        return out
+
+    return run

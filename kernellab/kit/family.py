@@ -1,0 +1,286 @@
+"""A kernel family and its implementations, as a family author declares them.
+
+A *family* (``gelu``, ``softmax``...) declares its inputs, its float64 reference and the bytes
+and FLOPs it must move and do; an *implementation* is one way to compute it, of one *kind*
+(``torch_naive``, ``torch_fused``, ``cuda``, ``triton``, ``compiled``; ``liger`` and ``quack``,
+other libraries' kernels), optionally one named *step* of an optimization ladder.
+
+Implementation functions all take ``(out, *inputs, **params)`` and return the result tensor.
+Those that can write into ``out`` do so (the harness fills it with NaN first, so an element
+they forget shows up); those that cannot (a chain of PyTorch ops) return a fresh tensor.
+
+What the author sets is a field; what follows from the folder (the family's name), the kind
+(the backend) or ladder.yaml (a step's order and texts) is derived by the loader
+(``kernellab.engine.registry``) and read through properties.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from kernellab.errors import FamilyError
+
+# kind -> backend: liger and quack are other libraries' kernels beside ours (kernellab.kit.peers)
+BACKEND_OF = {"torch_naive": "torch", "torch_fused": "torch", "cuda": "cuda", "triton": "triton",
+              "compiled": "compile", "compiled_max_autotune": "compile", "liger": "liger", "quack": "quack"}
+IMPL_KINDS = tuple(BACKEND_OF)
+BACKENDS = tuple(dict.fromkeys(BACKEND_OF.values()))
+STEP_TEXTS = ("idea", "prediction", "finding", "expect_speedup", "expect_pct_of_peak")
+STEP_MARK = "__kernellab_step__"
+
+
+@dataclass(frozen=True)
+class Impl:
+    """One implementation (or one ladder step of one) of a family: what the author sets."""
+
+    impl: str  # its kind, one of IMPL_KINDS
+    fn: Callable[..., Any] | None  # (out, *inputs, **params) -> result
+    step: str = ""  # ladder step name, '' when the implementation is not a ladder step
+    ladder: str = ""  # the ladder the step belongs to (a step file's folder; else the kind)
+    dtypes: tuple[str, ...] | None = None  # None: every dtype of the family
+    triton_kernels: tuple[Any, ...] = ()  # autotuned Triton kernels it launches (tuned by the measure rule)
+    compile_specs: Callable[[str], list] | None = None  # dtype -> [CompileSpec] (ptx rule)
+    cuda_kernels: tuple[str, ...] = ()  # CUDA kernel (symbol) names it launches
+
+    # derived: the family's name, the step's ladder.yaml texts and order, the step's source file
+    def __post_init__(self):
+        object.__setattr__(self, "_derived", {})
+
+    def derive(self, **values) -> Impl:
+        """Set derived values (the loader's and Family.add's business, not the author's)."""
+        self._derived.update(values)
+        return self
+
+    @property
+    def kernel(self) -> str:
+        return self._derived.get("kernel", "")
+
+    @property
+    def backend(self) -> str:
+        return BACKEND_OF.get(self.impl, "")
+
+    @property
+    def order(self) -> int:
+        return self._derived.get("order", 0)
+
+    @property
+    def idea(self) -> str:
+        return self._derived.get("idea", "")
+
+    @property
+    def prediction(self) -> str:
+        return self._derived.get("prediction", "")
+
+    @property
+    def finding(self) -> str:
+        return self._derived.get("finding", "")
+
+    @property
+    def expect_speedup(self) -> tuple[float, float] | None:
+        return self._derived.get("expect_speedup")
+
+    @property
+    def expect_pct_of_peak(self) -> tuple[float, float] | None:
+        return self._derived.get("expect_pct_of_peak")
+
+    @property
+    def source(self) -> Path | None:
+        """The step's own file (a CUDA step's .cu, a Triton step's .py), where it has one."""
+        return self._derived.get("source")
+
+    @property
+    def key(self) -> str:
+        """Unique id inside the family: ``impl`` or ``impl@step``."""
+        return f"{self.impl}@{self.step}" if self.step else self.impl
+
+    @property
+    def ladder_name(self) -> str:
+        return (self.ladder or self.impl) if self.step else ""
+
+    def supports(self, dtype: str) -> bool:
+        return self.dtypes is None or dtype in self.dtypes
+
+
+def step(ladder: str = "", *, impl: str = "triton", name: str = "", dtypes: tuple[str, ...] | None = None,
+         triton_kernels: tuple[Any, ...] = (), compile_specs: Callable[[str], list] | None = None,
+         cuda_kernels: tuple[str, ...] = ()):
+    """Declare the decorated function a ladder step of the family whose folder holds it: its name
+    is the step's (or ``name``), its ladder the folder the file is in (or ``ladder``), its texts and
+    place on the ladder its ladder.yaml entry. The loader finds the mark; the function is unchanged.
+
+        @step(triton_kernels=(wide_tuned,), compile_specs=wide_specs)
+        def wide(out, x, w): ...
+    """
+
+    def mark(fn: Callable) -> Callable:
+        setattr(fn, STEP_MARK, Impl(impl, fn, step=name or fn.__name__, ladder=ladder, dtypes=dtypes,
+                                    triton_kernels=tuple(triton_kernels), compile_specs=compile_specs,
+                                    cuda_kernels=tuple(cuda_kernels)))
+        return fn
+
+    return mark
+
+
+@dataclass
+class Family:
+    """A kernel family: inputs, float64 reference, roofline counts, validation.
+
+    Every field has a default, so that a family left incomplete reaches the loader, which names
+    each missing field with its fix (not Python's TypeError). Its name is its folder's."""
+
+    title: str = ""
+    bound: str = ""  # "memory" or "compute": which ceiling % of peak refers to
+    dtypes: tuple[str, ...] = ()
+    make_inputs: Callable[..., tuple] | None = None  # (shape, dtype, device, seed, **params) -> inputs
+    reference: Callable[..., Any] | None = None  # (*inputs64, **params) -> float64 tensor
+    bytes_moved: Callable[..., int] | None = None  # (shape, dtype, **params) -> bytes
+    flops: Callable[..., int] | None = None  # (shape, dtype, **params) -> flops
+    out_like: Callable[..., Any] | None = None  # (*inputs, **params) -> empty output (required)
+    validate: Callable[..., Any] | None = None  # custom check (dropout): see correctness
+    tolerance: Callable[..., float] | None = None  # (shape, dtype) -> tolerance; None: by dtype
+    # (*inputs64, **params) -> the least norm the error is relative to (None: the reference's
+    # norm alone): for ops whose output cancels to near zero where the inputs are not (GeLU)
+    error_floor: Callable[..., float] | None = None
+    params: dict[str, list] = field(default_factory=dict)  # name -> default values
+    param_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> [lo, hi)
+    shape_rank: tuple[int, ...] = (1,)  # accepted numbers of dimensions
+    description: str = ""
+    # step name -> fn(out, *inputs, **params) running that CUDA step (a <ladder>/<step>.cu file);
+    # None: cuda_op(<family>, <family>, step), the op named after the family taking
+    # (*inputs, out, *params, step)
+    cuda_step: Callable[[str], Callable] | None = None
+
+    def __post_init__(self):
+        # derived, not fields: the name is the folder's (set by the loader), the implementations
+        # are added by add() and the loader's discovery of steps
+        self.name = ""
+        self.folder: Path | None = None
+        self.impls: dict[str, Impl] = {}
+
+    def named(self, name: str, folder: Path | None = None) -> Family:
+        """Give the family its name (its folder's) and folder: the loader's business; tests that
+        build a family outside a folder call it themselves."""
+        self.name, self.folder = name, folder
+        for impl in self.impls.values():
+            impl.derive(kernel=name)
+        return self
+
+    def first_params(self) -> dict:
+        """Each parameter at its first default value: the one call Nsight Compute profiles."""
+        return {k: v[0] for k, v in self.params.items()}
+
+    def add(self, impl: str | Impl, fn: Callable | None = None, **options) -> Impl:
+        """Add an implementation: ``add("triton", fn, triton_kernels=(k,))``, or an ``Impl``."""
+        if not isinstance(impl, Impl):
+            impl = Impl(impl, fn, **options)
+        elif fn is not None or options:
+            raise TypeError("add(Impl(...)) takes no other arguments")
+        where = f"family {self.name or '(unnamed)'!r}: implementation {impl.key!r}"
+        if impl.impl not in IMPL_KINDS:
+            raise FamilyError(f"{where}: unknown implementation kind {impl.impl!r}; known: {', '.join(IMPL_KINDS)}")
+        if impl.key in self.impls:
+            raise FamilyError(f"{where} registered twice")
+        if impl.dtypes is not None and (isinstance(impl.dtypes, str) or set(impl.dtypes) - set(self.dtypes)):
+            raise FamilyError(f"{where} has dtypes {impl.dtypes!r}; give a tuple of the family's dtypes "
+                              f"({', '.join(self.dtypes)}), or None for all")
+        if impl.compile_specs is not None and not callable(impl.compile_specs):
+            raise FamilyError(f"{where}: compile_specs must be a function (dtype -> [CompileSpec]) or None, "
+                              f"got {impl.compile_specs!r}")
+        if impl.fn is not None:  # (out, *inputs, **params); None only in tests of the registry itself
+            if not callable(impl.fn):
+                raise FamilyError(f"{where} is not a function")
+            check_positional(self.name, f"implementation {impl.key!r}", impl.fn, 2)
+        self.impls[impl.key] = impl.derive(kernel=self.name)
+        return impl
+
+    def remove(self, key: str) -> None:
+        """Used by tests that register deliberately broken implementations."""
+        self.impls.pop(key, None)
+
+    def ladders(self) -> dict[str, list[Impl]]:
+        """Optimization ladders of this family: name -> steps in order."""
+        out: dict[str, list[Impl]] = {}
+        for i in self.impls.values():
+            if i.step:
+                out.setdefault(i.ladder_name, []).append(i)
+        return {k: sorted(v, key=lambda i: i.order) for k, v in sorted(out.items())}
+
+
+# What each function of a family is, and an example: the fix a load error names.
+FAMILY_FUNCTIONS = {
+    "make_inputs": "(shape, dtype, device, seed, **params) -> the input tensors, e.g. "
+                   "lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed),)",
+    "reference": "(*inputs, **params) -> the expected output, computed from float64 inputs, e.g. "
+                 "lambda x: x * torch.sigmoid(x)",
+    "bytes_moved": "(shape, dtype, **params) -> the bytes it must read and write, e.g. elementwise_bytes(1)",
+    "flops": "(shape, dtype, **params) -> its floating-point operations, e.g. lambda shape, dtype, **_: numel(shape)",
+    "out_like": "(*inputs, **params) -> the empty output an implementation writes into, e.g. "
+                "lambda x: torch.empty_like(x)",
+}
+OPTIONAL_FUNCTIONS = ("validate", "tolerance", "error_floor", "cuda_step")
+
+
+def check_family(family: Family, dtypes: tuple[str, ...]) -> None:
+    """Every field of a family a run calls or reads, checked when its folder loads: a missing or
+    wrong one is named with the fix, rather than failing every case of the run."""
+    name = family.name
+    problems = []
+    for attr, what in FAMILY_FUNCTIONS.items():
+        value = getattr(family, attr, None)
+        if not callable(value):
+            got = "is not set" if value is None else f"must be a function, got {value!r}"
+            problems.append(f"{attr} {got}: give Family({attr}=...), a function {what}")
+    for attr in OPTIONAL_FUNCTIONS:
+        value = getattr(family, attr, None)
+        if value is not None and not callable(value):
+            problems.append(f"{attr} must be a function or None, got {value!r}")
+    if not isinstance(family.title, str) or not family.title.strip():
+        problems.append(f"title must be a non-empty string (the report's heading), got {family.title!r}")
+    if family.bound not in ("memory", "compute"):
+        problems.append(f"bound must be 'memory' or 'compute' (the ceiling its % of peak is read against), "
+                        f"got {family.bound!r}")
+    known = sorted(dtypes)
+    if (isinstance(family.dtypes, str) or not isinstance(family.dtypes, (tuple, list)) or not family.dtypes
+            or any(d not in known for d in family.dtypes)):
+        problems.append(f"dtypes must be a non-empty tuple of {', '.join(known)}, got {family.dtypes!r}")
+    if not isinstance(family.params, dict) or any(not isinstance(v, (list, tuple)) or not v
+                                                  for v in family.params.values()):
+        problems.append(f"params must map each parameter to a list of its values, got {family.params!r}")
+    if (not isinstance(family.shape_rank, (tuple, list)) or not family.shape_rank
+            or any(not isinstance(r, int) or r < 1 for r in family.shape_rank)):
+        problems.append(f"shape_rank must be a tuple of accepted numbers of dimensions, e.g. (2,), "
+                        f"got {family.shape_rank!r}")
+    if problems:
+        raise FamilyError(f"family {name!r}: " + "; ".join(problems))
+    check_arity(name, "make_inputs", family.make_inputs, 4)  # (shape, dtype, device, seed)
+    for attr in ("bytes_moved", "flops"):
+        check_arity(name, attr, getattr(family, attr), 2)  # (shape, dtype)
+
+
+def check_arity(owner: str, what: str, fn: Callable, positional: int) -> None:
+    """``fn`` must accept ``positional`` positional arguments (more with defaults or *args)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # builtins and C functions: nothing to check
+    try:
+        sig.bind(*range(positional))
+    except TypeError as exc:
+        raise FamilyError(f"family {owner!r}: {what}{sig} cannot take {positional} positional "
+                          f"argument(s): {exc}") from None
+
+
+def check_positional(owner: str, what: str, fn: Callable, least: int) -> None:
+    """``fn`` must take at least ``least`` positional arguments (``out`` and the inputs)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return
+    kinds = [p.kind for p in params]
+    positional = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
+    if inspect.Parameter.VAR_POSITIONAL not in kinds and positional < least:
+        raise FamilyError(f"family {owner!r}: {what} takes {positional} positional argument(s); it must take "
+                          f"(out, *inputs, **params)")
