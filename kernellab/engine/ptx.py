@@ -103,8 +103,11 @@ def _sass(cubin: Path) -> tuple[str, str]:
     return (text or ""), ("" if text else "SASS unavailable: cuobjdump not found")
 
 
-def cuda_source_of(family: Family, kernel_name: str) -> Path | None:
-    """The .cu file of the family's folder that defines ``kernel_name``."""
+def cuda_source_of(family: Family, kernel_name: str, impl: Impl | None = None) -> Path | None:
+    """The .cu file an implementation's kernel is compiled from: a CUDA step's own file (which
+    instantiates it, from a shared header or not), else the family's first .cu naming it."""
+    if impl is not None and impl.source is not None and impl.source.suffix == ".cu":
+        return impl.source
     pat = re.compile(rf"\b{re.escape(kernel_name)}\b")
     for path in sorted(family.folder.rglob("*.cu")) if family.folder else []:
         if pat.search(path.read_text()):
@@ -147,7 +150,7 @@ def cuda_groups(family: Family, keys: list[str]) -> list[list[str]]:
         impl = family.impls[key]
         if impl.backend != "cuda":
             continue
-        files = {cuda_source_of(family, k) for k in impl.cuda_kernels} - {None}
+        files = {cuda_source_of(family, k, impl) for k in impl.cuda_kernels} - {None}
         merged = [g for g in groups if g[0] & files]
         files_all, members = set(files), []
         for g in merged:
@@ -196,7 +199,7 @@ def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: di
         stem = f"{impl.key.replace('@', '.')}.{kname}"
         entry = {"kernel": family.name, "impl_key": impl.key, "dtype": "all", "source": "cuda", "name": kname,
                  "files": {}, "highlights": {}, "evidence": []}
-        src = cuda_source_of(family, kname)
+        src = cuda_source_of(family, kname, impl)
         if src is None:
             entry.update(status="error", reason=f"no .cu file under {family.folder} defines {kname}")
             entries.append(entry)
