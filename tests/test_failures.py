@@ -117,17 +117,16 @@ def test_a_family_without_rows_and_a_dtype_without_rows(tmp_path):
 FAMILY = '''
 import torch
 
-from kernellab.kit import elementwise_bytes, numel, randn
-from kernellab.engine.registry import Family, Impl, register_family
+from kernellab.kit import Family, elementwise_bytes, numel, randn
 
 FIELDS = dict(
-    name="mine", title="Mine", bound="memory", dtypes=("fp32",),
+    title="Mine", bound="memory", dtypes=("fp32",),
     make_inputs=lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed),),
     reference=lambda x: torch.relu(x) ** 2, bytes_moved=elementwise_bytes(1),
     flops=lambda shape, dtype, **_: 2 * numel(shape), out_like=torch.empty_like)
 FIELDS.update({changes})  # ...: the field left out
-FAMILY = register_family(Family(**{{k: v for k, v in FIELDS.items() if v is not ...}}))
-FAMILY.add(Impl("mine", "torch_fused", "torch", {impl}))
+FAMILY = Family(**{{k: v for k, v in FIELDS.items() if v is not ...}})
+FAMILY.add("torch_fused", {impl})
 '''
 GOOD_IMPL = "lambda out, x: torch.square(torch.relu(x), out=out)"
 
@@ -183,11 +182,11 @@ def test_an_exception_names_the_line_of_the_family_that_raised_it(tmp_path, capl
     """))
     namespace: dict = {}
     exec(compile((folder / "impl.py").read_text(), str(folder / "impl.py"), "exec"), namespace)
-    fam = registry.Family(name="mine", title="Mine", bound="memory", dtypes=("fp32",),
+    fam = registry.Family(title="Mine", bound="memory", dtypes=("fp32",),
                           make_inputs=lambda shape, dtype, device, seed: (torch.ones(shape),),
                           reference=lambda x: x, bytes_moved=lambda shape, dtype: 8, flops=lambda shape, dtype: 1,
-                          out_like=lambda x: x, folder=folder)
-    impl = registry.Impl("mine", "triton", "triton", namespace["broken"])
+                          out_like=lambda x: x).named("mine", folder)
+    impl = fam.add("triton", namespace["broken"])
     case = Case("mine", "triton", (4,), "fp32")
     with caplog.at_level(logging.ERROR, logger="kernellab"):
         rows = list(check_impl(fam, impl, [case], [0, 1], "cpu"))

@@ -178,7 +178,7 @@ def global_kernels(source: Path) -> list[str]:
 
 def _cuda_runner(fam: Family, step_name: str):
     if fam.cuda_step is not None:
-        return fam.cuda_step(step_name)
+        return fam.cuda_step(fam.name, step_name)
     from kernellab.kit.adapters import cuda_op
 
     return cuda_op(fam.name, fam.name, step_name)

@@ -13,8 +13,8 @@ A family is a folder (``kernels/<name>/`` or one of your own ``kernel_dirs``) wh
   finding are its entry in the folder's ``ladder.yaml``, the one place a ladder is ordered.
   A Triton step is a function marked ``@step`` in a file of the ladder's folder
   (``<ladder>/<step>.py``); a CUDA step is a file ``<ladder>/<step>.cu`` that registers its
-  launcher under its name (``KL_STEP``, kernels/common/steps.h), run by ``Family.cuda_step``
-  (default: ``cuda_op(<family>, <family>, step)``).
+  launcher under its name (``KL_STEP``, kernels/common/steps.h), run by
+  ``Family.cuda_step(family, step)`` (default: ``cuda_op(family, family, step)``).
 - Data and counts: ``randn`` (seeded, on the target device), ``numel``, ``elementwise_bytes``.
 - Adapters: ``returns_new`` (a chain of PyTorch ops), ``compiled`` (``torch.compile``),
   ``cuda_op`` (an op of the family's CUDA extension).

@@ -148,10 +148,10 @@ class Family:
     param_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> [lo, hi)
     shape_rank: tuple[int, ...] = (1,)  # accepted numbers of dimensions
     description: str = ""
-    # step name -> fn(out, *inputs, **params) running that CUDA step (a <ladder>/<step>.cu file);
-    # None: cuda_op(<family>, <family>, step), the op named after the family taking
-    # (*inputs, out, *params, step)
-    cuda_step: Callable[[str], Callable] | None = None
+    # (family name, step name) -> fn(out, *inputs, **params) running that CUDA step (a
+    # <ladder>/<step>.cu file), e.g. lambda family, step: cuda_op(family, "silu", step); None:
+    # cuda_op(family, family, step), the op named after the family, taking (*inputs, out, *params, step)
+    cuda_step: Callable[[str, str], Callable] | None = None
 
     def __post_init__(self):
         # derived, not fields: the name is the folder's (set by the loader), the implementations

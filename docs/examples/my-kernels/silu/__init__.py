@@ -18,6 +18,7 @@ from kernellab.kit import (
     Family,
     autotune,
     compiled,
+    cuda_op,
     elementwise_bytes,
     launch,
     numel,
@@ -72,11 +73,11 @@ FAMILY = Family(
     flops=lambda shape, dtype, **_: 4 * numel(shape),
     out_like=lambda x: torch.empty_like(x),
     description="x * sigmoid(x), the activation of SwiGLU.",
+    # each CUDA step (cuda_silu/<step>.cu) runs as the `silu` op of binding.cpp with the step's name
+    cuda_step=lambda family, step: cuda_op(family, "silu", step),
 )
 
 FAMILY.add("torch_naive", returns_new(silu_naive))
 FAMILY.add("torch_fused", returns_new(silu_fused))
 FAMILY.add("triton", silu_triton, triton_kernels=(silu_kernel,), compile_specs=compile_specs)
 FAMILY.add("compiled", compiled(silu_naive))
-# The CUDA ladder cuda_silu: one file per step (cuda_silu/<step>.cu), each run by the `silu` op of
-# binding.cpp with the step's name; their order and texts are ladder.yaml's.
