@@ -45,10 +45,20 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.engine.runtime import TOLERANCE, element_size
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
-from kernellab.kit import compiled, cuda_op, numel, randn, returns_new
+from kernellab.kit import (
+    CompileSpec,
+    Family,
+    Impl,
+    autotune,
+    compiled,
+    cuda_op,
+    launch,
+    numel,
+    randn,
+    returns_new,
+    triton_type,
+)
 
 
 def _scale(p: float) -> float:
@@ -232,28 +242,25 @@ def check_determinism(impl_fn, inputs, p, **params):
     return {"ok": True, "reason": ""}
 
 
-FAMILY = register_family(
-    Family(
-        name="dropout",
-        title="Dropout (training mode, seeded)",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=lambda shape, dtype, **_: 2 * numel(shape) * element_size(dtype),
-        flops=lambda shape, dtype, **_: numel(shape),
-        out_like=out_like,
-        validate=validate,
-        params={"p": [0.1, 0.3, 0.5]},
-        param_ranges={"p": (0.0, 1.0)},
-        description="Random numbers generated in the kernel from a seed (Philox): nothing stored but "
-                    "the output.",
-    )
+FAMILY = Family(
+    title="Dropout (training mode, seeded)",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=lambda shape, dtype, **_: 2 * numel(shape) * element_size(dtype),
+    flops=lambda shape, dtype, **_: numel(shape),
+    out_like=out_like,
+    validate=validate,
+    params={"p": [0.1, 0.3, 0.5]},
+    param_ranges={"p": (0.0, 1.0)},
+    description="Random numbers generated in the kernel from a seed (Philox): nothing stored but "
+                "the output.",
 )
 
-FAMILY.add(Impl("dropout", "torch_naive", "torch", returns_new(dropout_naive)))
-FAMILY.add(Impl("dropout", "torch_fused", "torch", dropout_fused))
-FAMILY.add(Impl("dropout", "triton", "triton", dropout_triton,
+FAMILY.add(Impl("torch_naive", returns_new(dropout_naive)))
+FAMILY.add(Impl("torch_fused", dropout_fused))
+FAMILY.add(Impl("triton", dropout_triton,
                 triton_kernels=(dropout_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("dropout", "compiled", "compile", dropout_compiled))
-FAMILY.add(Impl("dropout", "cuda", "cuda", cuda_op("dropout", "philox"), cuda_kernels=("dropout_philox",)))
+FAMILY.add(Impl("compiled", dropout_compiled))
+FAMILY.add(Impl("cuda", cuda_op("dropout", "dropout", "philox"), cuda_kernels=("dropout_philox",)))

@@ -16,7 +16,7 @@ import torch
 
 from kernellab.engine import runtime
 from kernellab.engine.testing import empty_like_nan, in_fresh_interpreter, randn_cuda, run
-from kernellab.engine.triton_utils import force_config
+from kernellab.kit.triton import force_config
 
 from . import FAMILY as fam
 from . import check_determinism, dropout_kernel, threshold_16bit

@@ -10,9 +10,20 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
-from kernellab.kit import compiled, cuda_op, elementwise_bytes, numel, randn, returns_new
+from kernellab.kit import (
+    CompileSpec,
+    Family,
+    Impl,
+    autotune,
+    compiled,
+    cuda_op,
+    elementwise_bytes,
+    launch,
+    numel,
+    randn,
+    returns_new,
+    triton_type,
+)
 
 SQRT_2_OVER_PI = 0.79788456
 COEFF = 0.044715
@@ -89,33 +100,30 @@ def out_like(x):
     return torch.empty_like(x)
 
 
-FAMILY = register_family(
-    Family(
-        name="gelu",
-        title="GeLU (tanh approximation)",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=make_inputs,
-        reference=reference,
-        error_floor=error_floor,
-        bytes_moved=elementwise_bytes(1),
-        flops=lambda shape, dtype, **_: 10 * numel(shape),
-        out_like=out_like,
-        description="Elementwise GeLU; the course's first CUDA kernel and the first ladder.",
-    )
+FAMILY = Family(
+    title="GeLU (tanh approximation)",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    error_floor=error_floor,
+    bytes_moved=elementwise_bytes(1),
+    flops=lambda shape, dtype, **_: 10 * numel(shape),
+    out_like=out_like,
+    description="Elementwise GeLU; the course's first CUDA kernel and the first ladder.",
 )
 
-FAMILY.add(Impl("gelu", "torch_naive", "torch", returns_new(gelu_naive)))
-FAMILY.add(Impl("gelu", "torch_fused", "torch", gelu_fused))
-FAMILY.add(Impl("gelu", "triton", "triton", gelu_triton,
+FAMILY.add(Impl("torch_naive", returns_new(gelu_naive)))
+FAMILY.add(Impl("torch_fused", gelu_fused))
+FAMILY.add(Impl("triton", gelu_triton,
                 triton_kernels=(gelu_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("gelu", "compiled", "compile", compiled(gelu_naive)))
+FAMILY.add(Impl("compiled", compiled(gelu_naive)))
 
 # The CUDA ladder. Each step is its own implementation; its idea and prediction are
 # printed in KERNEL_LOG.md beside the measured outcome.
 CUDA_STEPS = ("course", "vec4", "vec4_ilp")  # the ladder's order and texts: ladder.yaml
 for step in CUDA_STEPS:
     FAMILY.add(
-        Impl("gelu", "cuda", "cuda", cuda_op("gelu", step), step=step, ladder="cuda_gelu",
+        Impl("cuda", cuda_op("gelu", "gelu", step), step=step, ladder="cuda_gelu",
              cuda_kernels=(f"gelu_{step}",))
     )

@@ -20,13 +20,16 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.engine.runtime import element_size
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import (
+    CompileSpec,
+    Family,
+    Impl,
+    autotune,
     chunk_loop_configs,
     compiled,
     cuda_op,
+    launch,
     numel,
     peers,
     prune_chunk_configs,
@@ -36,6 +39,7 @@ from kernellab.kit import (
     row_grid,
     row_shape,
     row_tile_configs,
+    triton_type,
 )
 
 EPS = 1e-5
@@ -347,7 +351,7 @@ def layer_norm_triton(out, x, w, b):
 
 def layer_norm_cuda(variant: str):
     """layer_norm(x, w, b, out, eps, variant): eps passed explicitly."""
-    op = cuda_op("layer_norm", variant)
+    op = cuda_op("layer_norm", "layer_norm", variant)
 
     def run(out, x, w, b):
         return op(out, x, w, b, eps=EPS)
@@ -422,33 +426,30 @@ def bytes_moved(shape, dtype, **_):
     return (2 * numel(shape) + 2 * shape[-1]) * element_size(dtype)
 
 
-FAMILY = register_family(
-    Family(
-        name="layer_norm",
-        title="LayerNorm over the last dimension",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=bytes_moved,
-        flops=lambda shape, dtype, **_: 8 * numel(shape),
-        out_like=out_like,
-        shape_rank=(2,),
-        description="Row statistics and an affine map: reductions inside a row, like softmax.",
-    )
+FAMILY = Family(
+    title="LayerNorm over the last dimension",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=bytes_moved,
+    flops=lambda shape, dtype, **_: 8 * numel(shape),
+    out_like=out_like,
+    shape_rank=(2,),
+    description="Row statistics and an affine map: reductions inside a row, like softmax.",
 )
 
-FAMILY.add(Impl("layer_norm", "torch_naive", "torch", returns_new(layer_norm_naive)))
-FAMILY.add(Impl("layer_norm", "torch_fused", "torch", layer_norm_fused))
-FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_triton,
+FAMILY.add(Impl("torch_naive", returns_new(layer_norm_naive)))
+FAMILY.add(Impl("torch_fused", layer_norm_fused))
+FAMILY.add(Impl("triton", layer_norm_triton,
                 triton_kernels=(layer_norm_tuned,), compile_specs=compile_specs))
-FAMILY.add(Impl("layer_norm", "compiled", "compile", compiled(layer_norm_naive)))
+FAMILY.add(Impl("compiled", compiled(layer_norm_naive)))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml); prefetch is the staged kernel's
 # other instantiation.
 for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged"),
                      ("resident", "resident"), ("resident3", "resident"), ("onepass", "staged"),
                      ("onepass_resident", "resident"), ("lean", "staged")):
-    FAMILY.add(Impl("layer_norm", "cuda", "cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
+    FAMILY.add(Impl("cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"layer_norm_{kernel}",)))
 # The Triton ladder "triton_loop" (texts: ladder.yaml), beside the autotuned kernel above.
 # The spec of each: (rows per program, chunk, warps) at 32768 columns, as the tuner picked there,
@@ -460,8 +461,8 @@ for step, kernel, grouped, meta, spec, spec_meta in (
         ("one_merge", layer_norm_one_merge, True, {"ONE_MERGE": True}, (1, 16384, 16), {}),
         ("known_trip", layer_norm_known_trip, True, {"ONE_MERGE": True}, (1, 16384, 16),
          {"EVEN": True, "KNOWN_TRIP": True})):
-    FAMILY.add(Impl("layer_norm", "triton", "triton", layer_norm_loop(kernel, grouped, **meta), step=step,
+    FAMILY.add(Impl("triton", layer_norm_loop(kernel, grouped, **meta), step=step,
                     ladder="triton_loop", triton_kernels=(kernel,),
                     compile_specs=loop_specs(*spec, grouped, **meta, **spec_meta)))
-FAMILY.add(Impl("layer_norm", "liger", "liger", returns_new(layer_norm_liger)))
-FAMILY.add(Impl("layer_norm", "quack", "quack", returns_new(layer_norm_quack)))
+FAMILY.add(Impl("liger", returns_new(layer_norm_liger)))
+FAMILY.add(Impl("quack", returns_new(layer_norm_quack)))

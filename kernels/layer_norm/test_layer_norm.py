@@ -41,7 +41,7 @@ def test_row_stride():
 def test_recording_captures_autotuned_launches_without_running():
     """Inside ``recording()`` an autotuned launch is recorded (its JIT function, the configs
     kept for the call, tensors as their dtype), and nothing runs."""
-    from kernellab.engine.triton_utils import kept_configs, recording
+    from kernellab.kit.triton import kept_configs, recording
 
     x, w, b = fam.make_inputs((3, 1000), "fp32", DEVICE, 0)
     out = torch.full_like(x, math.nan)
@@ -119,7 +119,7 @@ def test_looped_path_in_chunks(even, large_mean):
     (the last chunk partial). With mean / std = 15000 its one-pass statistics (each chunk
     centered on its own mean, merged by Chan's update) stay as accurate as the
     centered two-pass ones (test_large_mean), where E[x^2] - E[x]^2 in fp32 is off ~60x."""
-    from kernellab.engine.triton_utils import launch
+    from kernellab.kit.triton import launch
 
     from . import layer_norm_kernel
 
@@ -146,7 +146,7 @@ def test_loop_kernels_rows_and_chunks(kernel_meta, rows_per_program, even, data)
     a row count that leaves the last program's tile part empty. With mean / std = 15000 the
     shifted sums keep the variance as accurate as the centered two-pass statistics
     (test_large_mean), and so they do when a row's first value, a shift, lies 500 std out."""
-    from kernellab.engine.triton_utils import launch
+    from kernellab.kit.triton import launch
 
     from . import layer_norm_group_kernel, layer_norm_loop_kernel
 

@@ -24,9 +24,8 @@ import math
 
 import torch
 
-from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.engine.runtime import element_size
-from kernellab.kit import compiled, cuda_op, randn, returns_new
+from kernellab.kit import Family, Impl, compiled, cuda_op, randn, returns_new
 
 # The Triton side, re-exported: matmul_relu imports launch_matmul, make_compile_specs and
 # matmul_kernel from here, and the tests reach the rest as attributes of this module.
@@ -114,34 +113,30 @@ def matmul_flops(shape, dtype, **_):
     return 2 * M * N * K
 
 
-FAMILY = register_family(
-    Family(
-        name="matmul",
-        title="Matrix multiply",
-        bound="compute",
-        dtypes=("fp16", "bf16", "fp32", "tf32"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=matmul_bytes,
-        flops=matmul_flops,
-        out_like=out_like,
-        shape_rank=(3,),
-        description="C = A @ B against cuBLAS: a tiled Triton GEMM and the CUDA SGEMM ladder.",
-    )
+FAMILY = Family(
+    title="Matrix multiply",
+    bound="compute",
+    dtypes=("fp16", "bf16", "fp32", "tf32"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=matmul_bytes,
+    flops=matmul_flops,
+    out_like=out_like,
+    shape_rank=(3,),
+    description="C = A @ B against cuBLAS: a tiled Triton GEMM and the CUDA SGEMM ladder.",
 )
 
-FAMILY.add(Impl("matmul", "torch_naive", "torch", returns_new(matmul_naive)))
-FAMILY.add(Impl("matmul", "torch_fused", "torch", matmul_fused))
-FAMILY.add(Impl("matmul", "triton", "triton", matmul_triton,
+FAMILY.add(Impl("torch_naive", returns_new(matmul_naive)))
+FAMILY.add(Impl("torch_fused", matmul_fused))
+FAMILY.add(Impl("triton", matmul_triton,
                 triton_kernels=(matmul_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("matmul", "compiled", "compile", compiled(matmul_naive)))
+FAMILY.add(Impl("compiled", compiled(matmul_naive)))
 # max-autotune without CUDA graphs: Inductor benchmarks its Triton GEMM templates
 # against cuBLAS and keeps the fastest. Plain "max-autotune" would also replay the
 # call as a CUDA graph (copying the inputs into static buffers on every call and
 # recycling the output buffer between calls), which measures something else; the
 # harness reports graph replays of every implementation separately (graph_us).
-FAMILY.add(Impl("matmul", "compiled_max_autotune", "compile",
-                compiled(matmul_naive_max_autotune, mode="max-autotune-no-cudagraphs")))
+FAMILY.add(Impl("compiled_max_autotune", compiled(matmul_naive_max_autotune, mode="max-autotune-no-cudagraphs")))
 # No QuACK here (kernellab.kit.peers): its GEMM (quack.gemm_interface.gemm, 0.6.5) takes fp16, bf16 and
 # fp8 operands only, not our fp32 or tf32 (GemmSm90.is_valid_dtypes), and loads them by TMA, which
 # needs 16-byte row strides: the check shape 127x129x65 (K = 65) is not one. Its autotuner also
@@ -216,9 +211,9 @@ def sgemm_autotuned(out, a, b):
 
 
 for step in SGEMM_STEPS:
-    fn = sgemm_autotuned if step == "autotuned" else cuda_op("sgemm", step)
+    fn = sgemm_autotuned if step == "autotuned" else cuda_op("matmul", "sgemm", step)
     FAMILY.add(
-        Impl("matmul", "cuda", "cuda", fn, step=step, ladder="cuda_sgemm",
+        Impl("cuda", fn, step=step, ladder="cuda_sgemm",
              dtypes=("fp32",), cuda_kernels=(f"sgemm_{step}",))
     )
 
@@ -265,5 +260,5 @@ for ladder, steps in TRITON_STEPS.items():
     for step, spec in steps.items():
         entry, b_layout = spec if isinstance(spec[0], tuple) else (spec, "transpose")
         # no compile_specs: the ptx rule's dumps of the family's configs cover these bodies
-        FAMILY.add(Impl("matmul", "triton", "triton", triton_step(entry, b_layout), step=step, ladder=ladder,
+        FAMILY.add(Impl("triton", triton_step(entry, b_layout), step=step, ladder=ladder,
                         dtypes=(LADDER_DTYPES[ladder],)))

@@ -20,8 +20,8 @@ import triton
 
 from kernellab.engine import runtime
 from kernellab.engine.testing import cuda_rel_err, empty_like_nan, randn_cuda
-from kernellab.engine.triton_utils import force_config
 from kernellab.errors import Unavailable
+from kernellab.kit.triton import force_config
 
 from .. import matmul as mm
 from . import FAMILY as MATMUL
@@ -141,7 +141,7 @@ def test_configs_per_dtype(dtype, m):
 
 
 def test_first_config_is_the_first_the_prune_keeps():
-    from kernellab.engine.triton_utils import first_config
+    from kernellab.kit.triton import first_config
 
     a = torch.randn(8, 8)
     ws, locks = torch.empty(1), torch.zeros(1, dtype=torch.int32)

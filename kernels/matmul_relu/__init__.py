@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import torch
 
-from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.families.matmul import (
     launch_matmul,
     make_compile_specs,
@@ -20,7 +19,7 @@ from kernellab.families.matmul import (
     matmul_kernel,
     out_like,
 )
-from kernellab.kit import compiled, returns_new
+from kernellab.kit import Family, Impl, compiled, returns_new
 
 
 def reference(a, b):
@@ -57,24 +56,21 @@ def matmul_relu_flops(shape, dtype, **_):
     return 2 * M * N * K + M * N
 
 
-FAMILY = register_family(
-    Family(
-        name="matmul_relu",
-        title="Matrix multiply + ReLU",
-        bound="compute",
-        dtypes=("fp16", "bf16", "fp32", "tf32"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=matmul_bytes,
-        flops=matmul_relu_flops,
-        out_like=out_like,
-        shape_rank=(3,),
-        description="relu(A @ B): a fused epilogue in Triton against cuBLAS + a separate ReLU.",
-    )
+FAMILY = Family(
+    title="Matrix multiply + ReLU",
+    bound="compute",
+    dtypes=("fp16", "bf16", "fp32", "tf32"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=matmul_bytes,
+    flops=matmul_relu_flops,
+    out_like=out_like,
+    shape_rank=(3,),
+    description="relu(A @ B): a fused epilogue in Triton against cuBLAS + a separate ReLU.",
 )
 
-FAMILY.add(Impl("matmul_relu", "torch_naive", "torch", returns_new(matmul_relu_naive)))
-FAMILY.add(Impl("matmul_relu", "torch_fused", "torch", matmul_relu_fused))
-FAMILY.add(Impl("matmul_relu", "triton", "triton", matmul_relu_triton,
+FAMILY.add(Impl("torch_naive", returns_new(matmul_relu_naive)))
+FAMILY.add(Impl("torch_fused", matmul_relu_fused))
+FAMILY.add(Impl("triton", matmul_relu_triton,
                 triton_kernels=(matmul_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("matmul_relu", "compiled", "compile", compiled(matmul_relu_naive)))
+FAMILY.add(Impl("compiled", compiled(matmul_relu_naive)))

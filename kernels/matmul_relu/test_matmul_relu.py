@@ -13,8 +13,8 @@ import triton
 
 from kernellab.engine import runtime
 from kernellab.engine.testing import check, run
-from kernellab.engine.triton_utils import force_config
 from kernellab.families import matmul as mm
+from kernellab.kit.triton import force_config
 
 from . import FAMILY as fam
 

@@ -28,10 +28,20 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.engine.runtime import element_size, torch_dtype
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
-from kernellab.kit import compiled, cuda_op, generator, numel, returns_new
+from kernellab.kit import (
+    CompileSpec,
+    Family,
+    Impl,
+    autotune,
+    compiled,
+    cuda_op,
+    generator,
+    launch,
+    numel,
+    returns_new,
+    triton_type,
+)
 
 
 def reference(x):
@@ -127,33 +137,30 @@ def out_like(x):
     return torch.empty(1, dtype=torch.float32, device=x.device)
 
 
-FAMILY = register_family(
-    Family(
-        name="reduction",
-        title="Sum of a vector (fp32 accumulation)",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=lambda shape, dtype, **_: numel(shape) * element_size(dtype) + 4,
-        flops=lambda shape, dtype, **_: numel(shape),
-        out_like=out_like,
-        tolerance=tolerance,
-        shape_rank=(1,),
-        description="A whole tensor down to one number: atomics, trees, shuffles, vector loads.",
-    )
+FAMILY = Family(
+    title="Sum of a vector (fp32 accumulation)",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=lambda shape, dtype, **_: numel(shape) * element_size(dtype) + 4,
+    flops=lambda shape, dtype, **_: numel(shape),
+    out_like=out_like,
+    tolerance=tolerance,
+    shape_rank=(1,),
+    description="A whole tensor down to one number: atomics, trees, shuffles, vector loads.",
 )
 
-FAMILY.add(Impl("reduction", "torch_naive", "torch", returns_new(sum_naive)))
-FAMILY.add(Impl("reduction", "torch_fused", "torch", sum_fused))
-FAMILY.add(Impl("reduction", "triton", "triton", sum_triton,
+FAMILY.add(Impl("torch_naive", returns_new(sum_naive)))
+FAMILY.add(Impl("torch_fused", sum_fused))
+FAMILY.add(Impl("triton", sum_triton,
                 triton_kernels=(sum_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("reduction", "compiled", "compile", compiled(sum_naive)))
+FAMILY.add(Impl("compiled", compiled(sum_naive)))
 
 # The CUDA ladder, at 2^28 fp32 (1 GiB, floor about 0.26 ms at 4.2 TB/s).
 CUDA_STEPS = ("atomic", "smem_tree", "warp_shuffle", "vec4")  # the ladder's order and texts: ladder.yaml
 for step in CUDA_STEPS:
     FAMILY.add(
-        Impl("reduction", "cuda", "cuda", cuda_op("reduce_sum", step), step=step, ladder="cuda_reduction",
+        Impl("cuda", cuda_op("reduction", "reduce_sum", step), step=step, ladder="cuda_reduction",
              cuda_kernels=(f"reduce_sum_{step}",))
     )

@@ -19,13 +19,16 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.engine.runtime import element_size
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import (
+    CompileSpec,
+    Family,
+    Impl,
+    autotune,
     chunk_loop_configs,
     compiled,
     cuda_op,
+    launch,
     numel,
     peers,
     prune_chunk_configs,
@@ -35,6 +38,7 @@ from kernellab.kit import (
     row_grid,
     row_shape,
     row_tile_configs,
+    triton_type,
 )
 
 EPS = 1e-6
@@ -144,7 +148,7 @@ def rms_norm_wide_loop(out, x, w):
 
 def rms_norm_cuda(variant: str):
     """rms_norm(x, w, out, eps, variant): eps passed explicitly."""
-    op = cuda_op("rms_norm", variant)
+    op = cuda_op("rms_norm", "rms_norm", variant)
 
     def run(out, x, w):
         return op(out, x, w, eps=EPS)
@@ -210,34 +214,31 @@ def bytes_moved(shape, dtype, **_):
     return (2 * numel(shape) + shape[-1]) * element_size(dtype)
 
 
-FAMILY = register_family(
-    Family(
-        name="rms_norm",
-        title="RMSNorm over the last dimension",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=bytes_moved,
-        flops=lambda shape, dtype, **_: 4 * numel(shape),
-        out_like=out_like,
-        shape_rank=(2,),
-        description="LayerNorm without centring or bias: one row reduction and a scale.",
-    )
+FAMILY = Family(
+    title="RMSNorm over the last dimension",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=bytes_moved,
+    flops=lambda shape, dtype, **_: 4 * numel(shape),
+    out_like=out_like,
+    shape_rank=(2,),
+    description="LayerNorm without centring or bias: one row reduction and a scale.",
 )
 
-FAMILY.add(Impl("rms_norm", "torch_naive", "torch", returns_new(rms_norm_naive)))
-FAMILY.add(Impl("rms_norm", "torch_fused", "torch", rms_norm_fused))
-FAMILY.add(Impl("rms_norm", "triton", "triton", rms_norm_triton,
+FAMILY.add(Impl("torch_naive", returns_new(rms_norm_naive)))
+FAMILY.add(Impl("torch_fused", rms_norm_fused))
+FAMILY.add(Impl("triton", rms_norm_triton,
                 triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs))
-FAMILY.add(Impl("rms_norm", "compiled", "compile", compiled(rms_norm_naive)))
+FAMILY.add(Impl("compiled", compiled(rms_norm_naive)))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml); prefetch is the staged kernel's
 # other instantiation.
 for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged"),
                      ("resident", "resident"), ("resident3", "resident")):
-    FAMILY.add(Impl("rms_norm", "cuda", "cuda", rms_norm_cuda(step), step=step, ladder="hopper_rows",
+    FAMILY.add(Impl("cuda", rms_norm_cuda(step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"rms_norm_{kernel}",)))
-FAMILY.add(Impl("rms_norm", "triton", "triton", rms_norm_wide_loop, step="wide", ladder="triton_loop",
+FAMILY.add(Impl("triton", rms_norm_wide_loop, step="wide", ladder="triton_loop",
                 triton_kernels=(rms_norm_wide,), compile_specs=wide_specs))
-FAMILY.add(Impl("rms_norm", "liger", "liger", returns_new(rms_norm_liger)))
-FAMILY.add(Impl("rms_norm", "quack", "quack", returns_new(rms_norm_quack)))
+FAMILY.add(Impl("liger", returns_new(rms_norm_liger)))
+FAMILY.add(Impl("quack", returns_new(rms_norm_quack)))

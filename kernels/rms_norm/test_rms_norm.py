@@ -65,7 +65,7 @@ def test_gpu_cuda_op(kl_ops, dtype, shape, variant):
 def test_looped_path_in_chunks(even, known_trip):
     """The looped path over several chunks, mask-free (EVEN: the row a power of two) or masked;
     KNOWN_TRIP bounds the loops by the padded row where EVEN, and is ignored where not."""
-    from kernellab.engine.triton_utils import launch
+    from kernellab.kit.triton import launch
 
     from . import rms_norm_kernel
 

@@ -16,10 +16,21 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.engine.runtime import element_size
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
-from kernellab.kit import compiled, cuda_op, numel, randn, returns_new, row_shape
+from kernellab.kit import (
+    CompileSpec,
+    Family,
+    Impl,
+    autotune,
+    compiled,
+    cuda_op,
+    launch,
+    numel,
+    randn,
+    returns_new,
+    row_shape,
+    triton_type,
+)
 
 
 def reference(x):
@@ -105,28 +116,25 @@ def out_like(x):
     return torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
 
 
-FAMILY = register_family(
-    Family(
-        name="row_sum",
-        title="Row sums (fp32 accumulation)",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=lambda shape, dtype, **_: numel(shape) * element_size(dtype) + 4 * shape[0],
-        flops=lambda shape, dtype, **_: numel(shape),
-        out_like=out_like,
-        shape_rank=(2,),
-        description="A reduction along the contiguous dimension: one warp (or several rows) per row.",
-    )
+FAMILY = Family(
+    title="Row sums (fp32 accumulation)",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=lambda shape, dtype, **_: numel(shape) * element_size(dtype) + 4 * shape[0],
+    flops=lambda shape, dtype, **_: numel(shape),
+    out_like=out_like,
+    shape_rank=(2,),
+    description="A reduction along the contiguous dimension: one warp (or several rows) per row.",
 )
 
-FAMILY.add(Impl("row_sum", "torch_naive", "torch", returns_new(row_sum_naive)))
-FAMILY.add(Impl("row_sum", "torch_fused", "torch", row_sum_fused))
-FAMILY.add(Impl("row_sum", "triton", "triton", row_sum_triton,
+FAMILY.add(Impl("torch_naive", returns_new(row_sum_naive)))
+FAMILY.add(Impl("torch_fused", row_sum_fused))
+FAMILY.add(Impl("triton", row_sum_triton,
                 triton_kernels=(row_sum_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("row_sum", "compiled", "compile", compiled(row_sum_naive)))
+FAMILY.add(Impl("compiled", compiled(row_sum_naive)))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
 for step in ("warp", "cluster"):
-    FAMILY.add(Impl("row_sum", "cuda", "cuda", cuda_op("row_sum", step), step=step, ladder="hopper_rows",
+    FAMILY.add(Impl("cuda", cuda_op("row_sum", "row_sum", step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"row_sum_{step}",)))

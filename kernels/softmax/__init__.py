@@ -21,12 +21,15 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
 from kernellab.engine.runtime import element_size
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
 from kernellab.kit import (
+    CompileSpec,
+    Family,
+    Impl,
+    autotune,
     compiled,
     cuda_op,
+    launch,
     numel,
     peers,
     prune_row_tile_configs,
@@ -35,6 +38,7 @@ from kernellab.kit import (
     row_grid,
     row_shape,
     row_tile_configs,
+    triton_type,
 )
 
 ONLINE_CHUNK = 4096  # chunk of the (untuned) online step
@@ -204,44 +208,37 @@ def out_like(x):
     return torch.empty_like(x)
 
 
-FAMILY = register_family(
-    Family(
-        name="softmax",
-        title="Softmax over the last dimension",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=lambda shape, dtype, **_: 2 * numel(shape) * element_size(dtype),
-        flops=lambda shape, dtype, **_: 5 * numel(shape),
-        out_like=out_like,
-        shape_rank=(2,),
-        description="Row softmax: reductions inside a row, the online-softmax trick for long rows.",
-    )
+FAMILY = Family(
+    title="Softmax over the last dimension",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=lambda shape, dtype, **_: 2 * numel(shape) * element_size(dtype),
+    flops=lambda shape, dtype, **_: 5 * numel(shape),
+    out_like=out_like,
+    shape_rank=(2,),
+    description="Row softmax: reductions inside a row, the online-softmax trick for long rows.",
 )
 
-FAMILY.add(Impl("softmax", "torch_fused", "torch", softmax_fused))
-FAMILY.add(Impl("softmax", "compiled", "compile", compiled(softmax_naive)))
+FAMILY.add(Impl("torch_fused", softmax_fused))
+FAMILY.add(Impl("compiled", compiled(softmax_naive)))
 # The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
 for step in ("block", "cluster", "staged"):
-    FAMILY.add(Impl("softmax", "cuda", "cuda", cuda_op("softmax", step), step=step, ladder="hopper_rows",
+    FAMILY.add(Impl("cuda", cuda_op("softmax", "softmax", step), step=step, ladder="hopper_rows",
                     cuda_kernels=(f"softmax_{step}",)))
 
 # The Triton ladder; its first step is the naive PyTorch chain.
-FAMILY.add(Impl(
-    "softmax", "torch_naive", "torch", returns_new(softmax_naive), step="naive", ladder="softmax",
+FAMILY.add(Impl("torch_naive", returns_new(softmax_naive), step="naive", ladder="softmax",
 ))
-FAMILY.add(Impl(
-    "softmax", "triton", "triton", softmax_fused_row, step="fused_row", ladder="softmax",
+FAMILY.add(Impl("triton", softmax_fused_row, step="fused_row", ladder="softmax",
     triton_kernels=(), compile_specs=fused_row_specs,
 ))
-FAMILY.add(Impl(
-    "softmax", "triton", "triton", softmax_online, step="online", ladder="softmax",
+FAMILY.add(Impl("triton", softmax_online, step="online", ladder="softmax",
     triton_kernels=(), compile_specs=online_specs,
 ))
-FAMILY.add(Impl(
-    "softmax", "triton", "triton", softmax_autotuned, step="autotuned", ladder="softmax",
+FAMILY.add(Impl("triton", softmax_autotuned, step="autotuned", ladder="softmax",
     triton_kernels=(softmax_tuned,), compile_specs=autotuned_specs,
 ))
-FAMILY.add(Impl("softmax", "liger", "liger", returns_new(softmax_liger)))
-FAMILY.add(Impl("softmax", "quack", "quack", returns_new(softmax_quack)))
+FAMILY.add(Impl("liger", returns_new(softmax_liger)))
+FAMILY.add(Impl("quack", returns_new(softmax_quack)))

@@ -10,9 +10,20 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.registry import Family, Impl, register_family
-from kernellab.engine.triton_utils import CompileSpec, autotune, launch, triton_type
-from kernellab.kit import compiled, cuda_op, elementwise_bytes, numel, randn, returns_new
+from kernellab.kit import (
+    CompileSpec,
+    Family,
+    Impl,
+    autotune,
+    compiled,
+    cuda_op,
+    elementwise_bytes,
+    launch,
+    numel,
+    randn,
+    returns_new,
+    triton_type,
+)
 
 
 def reference(a, b):
@@ -64,24 +75,21 @@ def make_inputs(shape, dtype, device, seed):
     return (randn(shape, dtype, device, seed), randn(shape, dtype, device, seed + 7919))
 
 
-FAMILY = register_family(
-    Family(
-        name="vector_add",
-        title="Vector add",
-        bound="memory",
-        dtypes=("fp32", "bf16"),
-        make_inputs=make_inputs,
-        reference=reference,
-        bytes_moved=elementwise_bytes(2),
-        flops=lambda shape, dtype, **_: numel(shape),
-        out_like=lambda a, b: torch.empty_like(a),
-        description="The first kernel of every course: pure bandwidth.",
-    )
+FAMILY = Family(
+    title="Vector add",
+    bound="memory",
+    dtypes=("fp32", "bf16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=elementwise_bytes(2),
+    flops=lambda shape, dtype, **_: numel(shape),
+    out_like=lambda a, b: torch.empty_like(a),
+    description="The first kernel of every course: pure bandwidth.",
 )
 
-FAMILY.add(Impl("vector_add", "torch_naive", "torch", returns_new(add_naive)))
-FAMILY.add(Impl("vector_add", "torch_fused", "torch", add_fused))
-FAMILY.add(Impl("vector_add", "triton", "triton", add_triton,
+FAMILY.add(Impl("torch_naive", returns_new(add_naive)))
+FAMILY.add(Impl("torch_fused", add_fused))
+FAMILY.add(Impl("triton", add_triton,
                 triton_kernels=(add_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("vector_add", "compiled", "compile", compiled(add_naive)))
-FAMILY.add(Impl("vector_add", "cuda", "cuda", cuda_op("vector_add", "vec4"), cuda_kernels=("vector_add_vec4",)))
+FAMILY.add(Impl("compiled", compiled(add_naive)))
+FAMILY.add(Impl("cuda", cuda_op("vector_add", "vector_add", "vec4"), cuda_kernels=("vector_add_vec4",)))
