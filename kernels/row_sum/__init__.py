@@ -134,7 +134,4 @@ FAMILY.add(Impl("torch_fused", row_sum_fused))
 FAMILY.add(Impl("triton", row_sum_triton,
                 triton_kernels=(row_sum_kernel,), compile_specs=compile_specs))
 FAMILY.add(Impl("compiled", compiled(row_sum_naive)))
-# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
-for step in ("warp", "cluster"):
-    FAMILY.add(Impl("cuda", cuda_op("row_sum", "row_sum", step), step=step, ladder="hopper_rows",
-                    cuda_kernels=(f"row_sum_{step}",)))
+# The CUDA ladder hopper_rows: one file per step in hopper_rows/, in ladder.yaml's order.

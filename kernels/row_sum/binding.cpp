@@ -1,5 +1,5 @@
-// The row_sum family's torch ops: checks, device guard, current stream, then the plain-CUDA
-// launcher of row_sum.h.
+// The row_sum family's torch op: checks, device guard, current stream, then the step's launcher,
+// looked up by name in the family's step table (row_sum.h).
 #include "binding.h"
 #include "row_sum.h"
 
@@ -14,10 +14,10 @@ void row_sum(const at::Tensor& x, at::Tensor& out, c10::string_view variant) {
   const int64_t rows = x.size(0), cols = x.size(1);
   TORCH_CHECK(out.scalar_type() == at::kFloat && out.dim() == 1 && out.size(0) == rows, "kernellab.", op,
               ": out must be fp32 of shape (", std::to_string(rows), ",), got dtype ", out.scalar_type(), " shape ", dims(out.sizes()));
-  const int v = variant_index(op, variant, kl::kRowSumVariants);
+  const kl::RowSumStep step = find_step(op, kl::row_sum_steps(), variant);
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
-               kl::row_sum_launch(x.data_ptr(), out.data_ptr<float>(), rows, cols, dtype_tag(x), v, stream_of(x)));
+               kl::row_sum_launch(step, x.data_ptr(), out.data_ptr<float>(), rows, cols, dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace

@@ -1,16 +1,23 @@
-// The row_sum family's launcher and variant names: the interface between its plain-CUDA
-// source and its binding (binding.cpp beside it).
+// The row_sum family's CUDA steps: what each step's launcher takes, their table (steps.h), and the
+// checks every launch shares.
 #pragma once
 
-#include "kernellab.h"
+#include <climits>
+
+#include "steps.h"
 
 namespace kl {
 
-enum RowSumVariant : int { kRowSumWarp = 0, kRowSumCluster = 1 };
-inline constexpr const char* kRowSumVariants[] = {"warp", "cluster"};
+// A step: out[r] (fp32) = sum of row r of the (rows, cols) matrix x, rows > 0, cols <= INT_MAX.
+using RowSumStep = int (*)(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, cudaStream_t stream);
+KL_STEP_TABLE(row_sum, RowSumStep);
 
-// out[r] (fp32) = sum of row r of the (rows, cols) matrix x.
-int row_sum_launch(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, int variant,
-                   cudaStream_t stream);
+// The sizes every step takes, then the step: kOk for no rows, kErrBadSize out of range.
+inline int row_sum_launch(RowSumStep step, const void* x, float* out, int64_t rows, int64_t cols, DType dtype,
+                          cudaStream_t stream) {
+  if (rows < 0 || cols < 0 || cols > INT_MAX) return kErrBadSize;
+  if (rows == 0) return kOk;
+  return step(x, out, rows, cols, dtype, stream);
+}
 
 }  // namespace kl

@@ -1,0 +1,65 @@
+// row_sum step "cluster" (sm_90): one row per thread-block cluster of small CTAs (row_cluster.cuh),
+// every thread's V 16-byte loads issued at once, one cluster reduction: many more bytes in flight
+// per SM than one warp per row with two loads. Rows it cannot take (not 16-byte vectors, no
+// clusters, no cluster shape) run the warp step's kernel.
+#include "row_cluster.cuh"
+#include "row_sum.cuh"
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kl::kClusterThreads)
+    row_sum_cluster(const T* __restrict__ x, float* __restrict__ out, int cols, int slice_units) {
+#if KL_SM90_BODY
+  __shared__ float scratch[32];
+  __shared__ float slots[1];
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int64_t row = blockIdx.x / cluster.num_blocks();
+  kl::ClusterSlice<T, V> slice;
+  slice.locate(slice_units, cols / kl::Pack<T>::N);
+  slice.load(x + row * cols);
+  const float s = kl::cluster_reduce<false>(slice.sum([](float v) { return v; }), scratch, &slots[0]);
+  kl::cluster_reads_done();
+  if (cluster.block_rank() == 0 && threadIdx.x == 0) out[row] = s;
+  kl::cluster_wait_exit();
+#endif
+}
+
+namespace kl {
+namespace {
+
+template <typename T>
+int launch_row_sum_cluster(const T* x, float* out, int64_t rows, int64_t cols, const ClusterShape& s,
+                           cudaStream_t stream) {
+  const int c = static_cast<int>(cols);
+  switch (s.vecs) {
+    case 4:
+      return launch_cluster_rows(row_sum_cluster<T, 4>, rows, s, stream, x, out, c, s.slice_units);
+    case 2:
+      return launch_cluster_rows(row_sum_cluster<T, 2>, rows, s, stream, x, out, c, s.slice_units);
+    default:
+      return launch_cluster_rows(row_sum_cluster<T, 1>, rows, s, stream, x, out, c, s.slice_units);
+  }
+}
+
+template <typename T>
+int run(const T* x, float* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+  const bool vec = cols % Pack<T>::N == 0 && aligned16(x);
+  ClusterShape shape;
+  const int64_t units = cols / Pack<T>::N;
+  if (vec && cluster_rows_supported() && cluster_shape(units, cluster_vecs(units), shape)) {
+    return launch_row_sum_cluster(x, out, rows, cols, shape, stream);
+  }
+  return launch_row_sum_warp(x, out, rows, cols, stream);
+}
+
+int cluster(const void* x, float* out, int64_t rows, int64_t cols, DType dtype, cudaStream_t stream) {
+  return by_dtype(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    return run(static_cast<const T*>(x), out, rows, cols, stream);
+  });
+}
+
+}  // namespace
+
+KL_STEP(row_sum, cluster);
+
+}  // namespace kl
