@@ -23,7 +23,6 @@ from kernellab.kit import (
     Impl,
     autotune,
     compiled,
-    cuda_op,
     launch,
     numel,
     randn,
