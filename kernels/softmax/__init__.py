@@ -26,18 +26,11 @@ from kernellab.kit import (
     CompileSpec,
     Family,
     Impl,
-    autotune,
     compiled,
-    cuda_op,
-    launch,
     numel,
     peers,
-    prune_row_tile_configs,
     randn,
     returns_new,
-    row_grid,
-    row_shape,
-    row_tile_configs,
     triton_type,
 )
 
@@ -114,44 +107,9 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_out,
                  mask=mask)
 
 
-softmax_tuned = autotune(
-    configs=row_tile_configs("ONLINE"), key=["n_rows", "n_cols"],
-    prune_configs_by={"early_config_prune": prune_row_tile_configs},
-)(softmax_kernel)
-
-
 def row_warps(block: int) -> int:
     """Warps for one row of ``block`` elements held in registers: 8 to 16 fp32 per thread."""
     return 4 if block <= 1024 else 8 if block <= 4096 else 16
-
-
-def softmax_fused_row(out, x):
-    """Step fused_row: one program per row, BLOCK = next_power_of_2(cols), whole row on chip."""
-    rows, cols = row_shape("softmax", x, out)
-    block = triton.next_power_of_2(cols)
-    launch(softmax_kernel, (rows,), x, out, rows, cols, x.stride(0), out.stride(0),
-           BLOCK_COLS=block, TILE=block, ONLINE=False, num_warps=row_warps(block))
-    return out
-
-
-def softmax_online(out, x):
-    """Step online: one program per row streaming it in chunks of ONLINE_CHUNK."""
-    rows, cols = row_shape("softmax", x, out)
-    block = triton.next_power_of_2(cols)
-    launch(softmax_kernel, (rows,), x, out, rows, cols, x.stride(0), out.stride(0),
-           BLOCK_COLS=block, TILE=ONLINE_CHUNK, ONLINE=True, num_warps=row_warps(min(block, ONLINE_CHUNK)))
-    return out
-
-
-def softmax_autotuned(out, x):
-    """Step autotuned: the config picks one pass, with several short rows per program, or
-    the online path, whichever times faster (``kit.prune_row_tile_configs`` says which configs
-    each width times); TILE and warps autotuned too."""
-    rows, cols = row_shape("softmax", x, out)
-    block = triton.next_power_of_2(cols)
-    launch(softmax_tuned, row_grid(rows, block, "ONLINE"), x, out, rows, cols, x.stride(0), out.stride(0),
-           BLOCK_COLS=block)
-    return out
 
 
 # The field (kernellab.kit.peers): Liger-Kernel's and QuACK's forward kernels, as their users call them.
@@ -179,27 +137,6 @@ def _spec(kernel, dtype, block_cols, tile, online, warps, label):
                        num_warps=warps, label=label, divisible=DIVISIBLE)
 
 
-# Specs at the profile shape's width (8192 columns) as each step launches it, plus the
-# autotuned step's short-row and long-row paths.
-def fused_row_specs(dtype: str):
-    return [_spec(softmax_kernel, dtype, 8192, 8192, False, row_warps(8192),
-                  "cols=8192: one row per program, num_warps=16")]
-
-
-def online_specs(dtype: str):
-    return [_spec(softmax_kernel, dtype, 8192, ONLINE_CHUNK, True, row_warps(ONLINE_CHUNK),
-                  f"cols=8192: online, chunk {ONLINE_CHUNK}, num_warps=8")]
-
-
-def autotuned_specs(dtype: str):
-    return [
-        _spec(softmax_tuned, dtype, 8192, 8192, False, 16, "cols=8192: TILE=8192 (one row), num_warps=16"),
-        _spec(softmax_tuned, dtype, 256, 4096, False, 4,
-              "cols=256: TILE=4096 (16 rows per program), num_warps=4"),
-        _spec(softmax_tuned, dtype, 32768, 8192, True, 16, "cols=32768: online, chunk 8192, num_warps=16"),
-    ]
-
-
 def make_inputs(shape, dtype, device, seed):
     return (randn(shape, dtype, device, seed, scale=3.0),)
 
@@ -223,22 +160,8 @@ FAMILY = Family(
 
 FAMILY.add(Impl("torch_fused", softmax_fused))
 FAMILY.add(Impl("compiled", compiled(softmax_naive)))
-# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml).
-for step in ("block", "cluster", "staged"):
-    FAMILY.add(Impl("cuda", cuda_op("softmax", "softmax", step), step=step, ladder="hopper_rows",
-                    cuda_kernels=(f"softmax_{step}",)))
+# The CUDA ladder hopper_rows: one file per step in hopper_rows/, in ladder.yaml's order.
 
-# The Triton ladder; its first step is the naive PyTorch chain.
-FAMILY.add(Impl("torch_naive", returns_new(softmax_naive), step="naive", ladder="softmax",
-))
-FAMILY.add(Impl("triton", softmax_fused_row, step="fused_row", ladder="softmax",
-    triton_kernels=(), compile_specs=fused_row_specs,
-))
-FAMILY.add(Impl("triton", softmax_online, step="online", ladder="softmax",
-    triton_kernels=(), compile_specs=online_specs,
-))
-FAMILY.add(Impl("triton", softmax_autotuned, step="autotuned", ladder="softmax",
-    triton_kernels=(softmax_tuned,), compile_specs=autotuned_specs,
-))
+# The Triton ladder softmax: one file per step in softmax/ (the first, naive, is the PyTorch chain).
 FAMILY.add(Impl("liger", returns_new(softmax_liger)))
 FAMILY.add(Impl("quack", returns_new(softmax_quack)))

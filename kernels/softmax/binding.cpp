@@ -1,5 +1,5 @@
-// The softmax family's torch ops: checks, device guard, current stream, then the plain-CUDA
-// launcher of softmax.h.
+// The softmax family's torch op: checks, device guard, current stream, then the step's launcher,
+// looked up by name in the family's step table (softmax.h).
 #include "binding.h"
 #include "softmax.h"
 
@@ -10,12 +10,12 @@ using namespace kl::binding;
 void softmax(const at::Tensor& x, at::Tensor& out, c10::string_view variant) {
   const char* op = "softmax";
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
-  const int v = variant_index(op, variant, kl::kSoftmaxVariants);
+  const kl::SoftmaxStep step = find_step(op, kl::softmax_steps(), variant);
   int64_t rows = 0, cols = 0;
   rows_cols(op, x, rows, cols);
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
-               kl::softmax_launch(x.data_ptr(), out.data_ptr(), rows, cols, dtype_tag(x), v, stream_of(x)));
+               kl::softmax_launch(step, x.data_ptr(), out.data_ptr(), rows, cols, dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace

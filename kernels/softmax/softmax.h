@@ -1,16 +1,23 @@
-// The softmax family's launcher and variant names: the interface between its plain-CUDA
-// source and its binding (binding.cpp beside it).
+// The softmax family's CUDA steps: what each step's launcher takes, their table (steps.h), and the
+// checks every launch shares.
 #pragma once
 
-#include "kernellab.h"
+#include <climits>
+
+#include "steps.h"
 
 namespace kl {
 
-enum SoftmaxVariant : int { kSoftmaxBlock = 0, kSoftmaxCluster = 1, kSoftmaxStaged = 2 };
-inline constexpr const char* kSoftmaxVariants[] = {"block", "cluster", "staged"};
+// A step: row-wise softmax of a (rows, cols) row-major matrix, 0 < rows, cols <= INT_MAX.
+using SoftmaxStep = int (*)(const void* x, void* out, int64_t rows, int64_t cols, DType dtype, cudaStream_t stream);
+KL_STEP_TABLE(softmax, SoftmaxStep);
 
-// Row-wise softmax of a (rows, cols) row-major matrix.
-int softmax_launch(const void* x, void* out, int64_t rows, int64_t cols, DType dtype, int variant,
-                   cudaStream_t stream);
+// The sizes every step takes, then the step: kOk for an empty matrix, kErrBadSize out of range.
+inline int softmax_launch(SoftmaxStep step, const void* x, void* out, int64_t rows, int64_t cols, DType dtype,
+                          cudaStream_t stream) {
+  if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
+  if (rows == 0 || cols == 0) return kOk;
+  return step(x, out, rows, cols, dtype, stream);
+}
 
 }  // namespace kl
