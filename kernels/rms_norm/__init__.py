@@ -25,13 +25,11 @@ from kernellab.kit import (
     Family,
     Impl,
     autotune,
-    chunk_loop_configs,
     compiled,
     cuda_op,
     launch,
     numel,
     peers,
-    prune_chunk_configs,
     prune_row_tile_configs,
     randn,
     returns_new,
@@ -120,16 +118,6 @@ rms_norm_tuned = autotune(
 )(rms_norm_kernel)
 
 
-# The ladder "triton_loop" (texts: ladder.yaml): the loop alone, tuned also over 1024-thread
-# programs of 4096 and 8192 columns and over known trip counts (wide).
-WIDE_SHAPES = [(2048, 8), (2048, 16), (4096, 8), (4096, 16), (4096, 32), (8192, 16), (8192, 32), (16384, 16),
-               (16384, 32), (32768, 32)]
-rms_norm_wide = autotune(
-    configs=chunk_loop_configs("TILE", WIDE_SHAPES, (False, True), LOOPED=True), key=["n_rows", "n_cols"],
-    prune_configs_by={"early_config_prune": prune_chunk_configs},
-)(rms_norm_kernel)
-
-
 def rms_norm_triton(out, x, w):
     rows, cols = row_shape("rms_norm", x, out)
     block = triton.next_power_of_2(cols)
@@ -138,17 +126,9 @@ def rms_norm_triton(out, x, w):
     return out
 
 
-def rms_norm_wide_loop(out, x, w):
-    rows, cols = row_shape("rms_norm", x, out)
-    block = triton.next_power_of_2(cols)
-    launch(rms_norm_wide, (rows,), x, w, out, rows, cols, x.stride(0), out.stride(0), EPS, BLOCK_COLS=block,
-           EVEN=cols == block)
-    return out
-
-
-def rms_norm_cuda(variant: str):
+def rms_norm_cuda(family: str, variant: str):
     """rms_norm(x, w, out, eps, variant): eps passed explicitly."""
-    op = cuda_op("rms_norm", "rms_norm", variant)
+    op = cuda_op(family, "rms_norm", variant)
 
     def run(out, x, w):
         return op(out, x, w, eps=EPS)
@@ -180,12 +160,6 @@ def signature(dtype: str) -> dict:
     ty = triton_type(dtype)
     return {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32", "n_cols": "i32",
             "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
-
-
-def wide_specs(dtype: str):
-    return [CompileSpec(rms_norm_wide, signature(dtype), {"BLOCK_COLS": 32768, "TILE": 8192, "LOOPED": True,
-                                                          "EVEN": True, "KNOWN_TRIP": True}, num_warps=32,
-                        label="cols=32768: looped, chunk 8192, num_warps=32, known trip count", divisible=DIVISIBLE)]
 
 
 def compile_specs(dtype: str):
@@ -224,6 +198,7 @@ FAMILY = Family(
     flops=lambda shape, dtype, **_: 4 * numel(shape),
     out_like=out_like,
     shape_rank=(2,),
+    cuda_step=rms_norm_cuda,
     description="LayerNorm without centring or bias: one row reduction and a scale.",
 )
 
@@ -232,13 +207,6 @@ FAMILY.add(Impl("torch_fused", rms_norm_fused))
 FAMILY.add(Impl("triton", rms_norm_triton,
                 triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("compiled", compiled(rms_norm_naive)))
-# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml); prefetch is the staged kernel's
-# other instantiation.
-for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged"),
-                     ("resident", "resident"), ("resident3", "resident")):
-    FAMILY.add(Impl("cuda", rms_norm_cuda(step), step=step, ladder="hopper_rows",
-                    cuda_kernels=(f"rms_norm_{kernel}",)))
-FAMILY.add(Impl("triton", rms_norm_wide_loop, step="wide", ladder="triton_loop",
-                triton_kernels=(rms_norm_wide,), compile_specs=wide_specs))
+# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton).
 FAMILY.add(Impl("liger", returns_new(rms_norm_liger)))
 FAMILY.add(Impl("quack", returns_new(rms_norm_quack)))

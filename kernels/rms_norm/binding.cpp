@@ -1,5 +1,5 @@
-// The rms_norm family's torch ops: checks, device guard, current stream, then the plain-CUDA
-// launcher of rms_norm.h.
+// The rms_norm family's torch ops: checks, device guard, current stream, then the step's launcher,
+// looked up by name in the family's step table (rms_norm.h).
 #include "binding.h"
 #include "rms_norm.h"
 
@@ -11,15 +11,15 @@ void rms_norm(const at::Tensor& x, const at::Tensor& w, at::Tensor& out, double 
   const char* op = "rms_norm";
   check_args(op, {{"x", x}, {"w", w}, {"out", out}}, kFloatTypes, true, false);
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
-  const int v = variant_index(op, variant, kl::kRmsNormVariants);
+  const kl::RmsNormStep step = find_step(op, kl::rms_norm_steps(), variant);
   int64_t rows = 0, cols = 0;
   rows_cols(op, x, rows, cols);
   TORCH_CHECK(w.dim() == 1 && w.size(0) == cols, "kernellab.", op, ": w must have shape (", std::to_string(cols), ",), got ",
               dims(w.sizes()));
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
-               kl::rms_norm_launch(x.data_ptr(), w.data_ptr(), out.data_ptr(), rows, cols, static_cast<float>(eps),
-                                   dtype_tag(x), v, stream_of(x)));
+               kl::rms_norm_launch(step, x.data_ptr(), w.data_ptr(), out.data_ptr(), rows, cols,
+                                   static_cast<float>(eps), dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace

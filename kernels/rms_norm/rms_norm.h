@@ -1,23 +1,23 @@
-// The rms_norm family's launcher and variant names: the interface between its plain-CUDA
-// source and its binding (binding.cpp beside it).
+// The rms_norm family's CUDA steps: what each step's launcher takes, their table (steps.h), and the
+// checks every launch shares.
 #pragma once
 
-#include "kernellab.h"
+#include <climits>
+
+#include "steps.h"
 
 namespace kl {
 
-enum RmsNormVariant : int {
-  kRmsNormBlock = 0,
-  kRmsNormCluster = 1,
-  kRmsNormStaged = 2,
-  kRmsNormPrefetch = 3,
-  kRmsNormResident = 4,
-  kRmsNormResident3 = 5
-};
-inline constexpr const char* kRmsNormVariants[] = {"block", "cluster", "staged", "prefetch", "resident", "resident3"};
+// A step: out = x * rsqrt(mean(x^2) + eps) * w per row of (rows, cols), w of cols elements,
+// 0 < rows, cols <= INT_MAX.
+using RmsNormStep = int (*)(const void* x, const void* w, void* out, int64_t rows, int64_t cols, float eps, DType dtype, cudaStream_t stream);
+KL_STEP_TABLE(rms_norm, RmsNormStep);
 
-// out = x / sqrt(mean(x^2) + eps) * w, per row of (rows, cols); w has cols elements.
-int rms_norm_launch(const void* x, const void* w, void* out, int64_t rows, int64_t cols, float eps,
-                    DType dtype, int variant, cudaStream_t stream);
+// The sizes every step takes, then the step: kOk for an empty matrix, kErrBadSize out of range.
+inline int rms_norm_launch(RmsNormStep step, const void* x, const void* w, void* out, int64_t rows, int64_t cols, float eps, DType dtype, cudaStream_t stream) {
+  if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
+  if (rows == 0 || cols == 0) return kOk;
+  return step(x, w, out, rows, cols, eps, dtype, stream);
+}
 
 }  // namespace kl
