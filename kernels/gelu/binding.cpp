@@ -1,5 +1,5 @@
-// The gelu family's torch ops: checks, device guard, current stream, then the plain-CUDA
-// launcher of gelu.h.
+// The gelu family's torch op: checks, device guard, current stream, then the step's launcher,
+// looked up by name in the family's step table (gelu.h).
 #include "binding.h"
 #include "gelu.h"
 
@@ -10,10 +10,10 @@ using namespace kl::binding;
 void gelu(const at::Tensor& x, at::Tensor& out, c10::string_view variant) {
   const char* op = "gelu";
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
-  const int v = variant_index(op, variant, kl::kGeluVariants);
+  const kl::GeluStep step = find_step(op, kl::gelu_steps(), variant);
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
-               kl::gelu_launch(x.data_ptr(), out.data_ptr(), x.numel(), dtype_tag(x), v, stream_of(x)));
+               kl::gelu_launch(step, x.data_ptr(), out.data_ptr(), x.numel(), dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace

@@ -1,16 +1,20 @@
-// The gelu family's launcher and variant names: the interface between its plain-CUDA
-// source and its binding (binding.cpp beside it).
+// The gelu family's CUDA steps: what each step's launcher takes, their table (steps.h), and the
+// checks every launch shares.
 #pragma once
 
-#include "kernellab.h"
+#include "steps.h"
 
 namespace kl {
 
-enum GeluVariant : int { kGeluCourse = 0, kGeluVec4 = 1, kGeluVec4Ilp = 2 };
-inline constexpr const char* kGeluVariants[] = {"course", "vec4", "vec4_ilp"};
-static_assert(count_of(kGeluVariants) == kGeluVec4Ilp + 1, "gelu variant names and ids disagree");
+// A step: out = gelu_tanh(x) over n > 0 elements; returns kOk, a kErr* code or a cudaError_t.
+using GeluStep = int (*)(const void* x, void* out, int64_t n, DType dtype, cudaStream_t stream);
+KL_STEP_TABLE(gelu, GeluStep);
 
-// out = gelu_tanh(x) over n elements.
-int gelu_launch(const void* x, void* out, int64_t n, DType dtype, int variant, cudaStream_t stream);
+// The size every step takes, then the step: kOk for no elements, kErrBadSize for a negative size.
+inline int gelu_launch(GeluStep step, const void* x, void* out, int64_t n, DType dtype, cudaStream_t stream) {
+  if (n < 0) return kErrBadSize;
+  if (n == 0) return kOk;
+  return step(x, out, n, dtype, stream);
+}
 
 }  // namespace kl

@@ -17,18 +17,27 @@ from kernellab.engine.testing import cuda_rel_err, cuda_tol, empty_like_nan, nvc
 from . import FAMILY as fam
 from . import error_floor, gelu_naive, reference
 
-VARIANTS = [s.step for s in fam.ladders()["cuda_gelu"]]
+STEPS = fam.ladders()["cuda_gelu"]
+VARIANTS = [s.step for s in STEPS]
 
 
-def test_ladder_steps():
-    assert VARIANTS == ["course", "vec4", "vec4_ilp"]
-    assert [fam.impls[f"cuda@{v}"].cuda_kernels for v in VARIANTS] == [(f"gelu_{v}",) for v in VARIANTS]
+def step_source(kernel):
+    """The file of the step whose kernels include ``kernel``."""
+    return next(s.source for s in STEPS if kernel in s.cuda_kernels)
 
 
 def test_machine_code(cuda_resources):
+    """Each step's cubin (its own file's) holds its kernels, fp32 and bf16; then the code of each."""
     if cuda_build.find_cuobjdump() is None:
         pytest.skip("cuobjdump not found (neither the CUDA toolkit's nor Triton's)")
-    fns = sass_functions(cuda_build.sass(cuda_resources["dir"] / "cubin" / "gelu.gelu.sm_90.cubin"))
+    fns = {}
+    for s in STEPS:
+        step_fns = sass_functions(cuda_build.sass(cuda_build.cubin_path(cuda_resources["dir"], s.source, 90)))
+        for kernel in s.cuda_kernels:
+            for ty in ("f", "13__nv_bfloat16"):
+                mangled = rf"_Z{len(kernel)}{kernel}I{ty}E"
+                assert any(re.match(mangled, k) for k in step_fns), (s.key, mangled, sorted(step_fns))
+        fns.update(step_fns)
     fp64 = re.compile(r"\b(DFMA|DMUL|DADD)\b")
 
     def one(pattern):
@@ -49,7 +58,7 @@ def test_machine_code(cuda_resources):
 
 def test_ilp_ptx_uses_the_fast_paths():
     nvcc_or_skip()
-    text = cuda_build.ptx(fam.folder / "gelu.cu")
+    text = cuda_build.ptx(step_source("gelu_vec4_ilp"))
     assert ".target sm_90" in text
     entries = dict(re.findall(r"\.entry\s+(\S+?)\s*\((.*?)\n}", text, flags=re.S))
     ilp_bf16 = next(v for k, v in entries.items() if k.startswith("_Z13gelu_vec4_ilpI13__nv_bfloat16"))
@@ -101,7 +110,7 @@ def test_gpu_cuda_op(kl_ops, variant, dtype, n, misalign):
 def test_gpu_errors_name_the_op_and_the_problem(kl_ops):
     x = torch.randn(10, device="cuda")
     out = torch.empty_like(x)
-    known = ", ".join(VARIANTS)
+    known = ", ".join(sorted(VARIANTS))  # the step table, by name
     with pytest.raises(RuntimeError, match=rf"gelu: unknown variant 'fast'; known variants: {known}"):
         kl_ops.gelu(x, out, "fast")
     with pytest.raises(RuntimeError, match="gelu: out must be a CUDA tensor"):
