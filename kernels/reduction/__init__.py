@@ -32,7 +32,6 @@ from kernellab.engine.runtime import element_size, torch_dtype
 from kernellab.kit import (
     CompileSpec,
     Family,
-    Impl,
     autotune,
     compiled,
     cuda_op,
@@ -149,18 +148,13 @@ FAMILY = Family(
     tolerance=tolerance,
     shape_rank=(1,),
     description="A whole tensor down to one number: atomics, trees, shuffles, vector loads.",
+    # each CUDA step (cuda_reduction/<step>.cu) runs as the `reduce_sum` op of binding.cpp with the step's name
+    cuda_step=lambda family, step: cuda_op(family, "reduce_sum", step),
 )
 
-FAMILY.add(Impl("torch_naive", returns_new(sum_naive)))
-FAMILY.add(Impl("torch_fused", sum_fused))
-FAMILY.add(Impl("triton", sum_triton,
-                triton_kernels=(sum_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("compiled", compiled(sum_naive)))
-
-# The CUDA ladder, at 2^28 fp32 (1 GiB, floor about 0.26 ms at 4.2 TB/s).
-CUDA_STEPS = ("atomic", "smem_tree", "warp_shuffle", "vec4")  # the ladder's order and texts: ladder.yaml
-for step in CUDA_STEPS:
-    FAMILY.add(
-        Impl("cuda", cuda_op("reduction", "reduce_sum", step), step=step, ladder="cuda_reduction",
-             cuda_kernels=(f"reduce_sum_{step}",))
-    )
+FAMILY.add("torch_naive", returns_new(sum_naive))
+FAMILY.add("torch_fused", sum_fused)
+FAMILY.add("triton", sum_triton, triton_kernels=(sum_kernel,), compile_specs=compile_specs)
+FAMILY.add("compiled", compiled(sum_naive))
+# The CUDA ladder cuda_reduction, at 2^28 fp32 (1 GiB, floor about 0.26 ms at 4.2 TB/s): one file per
+# step in cuda_reduction/ (what they share in reduction.cuh), in ladder.yaml's order.

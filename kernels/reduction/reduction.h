@@ -1,23 +1,27 @@
-// The reduction family's launcher and variant names: the interface between its plain-CUDA
-// source and its binding (binding.cpp beside it).
+// The reduction family's CUDA steps: what each step's launcher takes, their table (steps.h), and
+// the checks every launch shares.
 #pragma once
 
-#include "kernellab.h"
+#include "steps.h"
 
 namespace kl {
 
-enum ReduceSumVariant : int {
-  kReduceSumAtomic = 0,
-  kReduceSumSmemTree = 1,
-  kReduceSumWarpShuffle = 2,
-  kReduceSumVec4 = 3
+// Device memory a step asks for only when it needs it (the atomic step's fp64 accumulator):
+// fp64(owner) returns one double of device memory (the binding's, from PyTorch's caching
+// allocator: no cudaMalloc per call), or nullptr.
+struct ReduceSumScratch {
+  double* (*fp64)(void* owner);
+  void* owner;
 };
-inline constexpr const char* kReduceSumVariants[] = {"atomic", "smem_tree", "warp_shuffle", "vec4"};
-static_assert(count_of(kReduceSumVariants) == kReduceSumVec4 + 1, "reduce_sum variant names and ids disagree");
 
-// *out (one fp32) = sum of n elements of x; the launcher zeroes *out first. `scratch` is one
-// double of device memory for the atomic variant's fp64 accumulator (the others ignore it).
-int reduce_sum_launch(const void* x, float* out, double* scratch, int64_t n, DType dtype, int variant,
-                      cudaStream_t stream);
+// A step: *out (one fp32, zeroed before the step runs) = sum of n > 0 elements of x; returns kOk,
+// a kErr* code or a cudaError_t.
+using ReduceSumStep = int (*)(const void* x, float* out, const ReduceSumScratch& scratch, int64_t n, DType dtype,
+                              cudaStream_t stream);
+KL_STEP_TABLE(reduction, ReduceSumStep);
+
+// The dtype and size every step takes, then *out = 0, then the step (kOk for no elements).
+int reduce_sum_launch(ReduceSumStep step, const void* x, float* out, const ReduceSumScratch& scratch, int64_t n,
+                      DType dtype, cudaStream_t stream);
 
 }  // namespace kl
