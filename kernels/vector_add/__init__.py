@@ -13,7 +13,6 @@ import triton.language as tl
 from kernellab.kit import (
     CompileSpec,
     Family,
-    Impl,
     autotune,
     compiled,
     cuda_op,
@@ -87,9 +86,8 @@ FAMILY = Family(
     description="The first kernel of every course: pure bandwidth.",
 )
 
-FAMILY.add(Impl("torch_naive", returns_new(add_naive)))
-FAMILY.add(Impl("torch_fused", add_fused))
-FAMILY.add(Impl("triton", add_triton,
-                triton_kernels=(add_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("compiled", compiled(add_naive)))
-FAMILY.add(Impl("cuda", cuda_op("vector_add", "vector_add", "vec4"), cuda_kernels=("vector_add_vec4",)))
+FAMILY.add("torch_naive", returns_new(add_naive))
+FAMILY.add("torch_fused", add_fused)
+FAMILY.add("triton", add_triton, triton_kernels=(add_kernel,), compile_specs=compile_specs)
+FAMILY.add("compiled", compiled(add_naive))
+FAMILY.add("cuda", cuda_op("vector_add", "vector_add", "vec4"), cuda_kernels=("vector_add_vec4",))
