@@ -49,7 +49,6 @@ from kernellab.engine.runtime import TOLERANCE, element_size
 from kernellab.kit import (
     CompileSpec,
     Family,
-    Impl,
     autotune,
     compiled,
     cuda_op,
@@ -258,9 +257,8 @@ FAMILY = Family(
                 "the output.",
 )
 
-FAMILY.add(Impl("torch_naive", returns_new(dropout_naive)))
-FAMILY.add(Impl("torch_fused", dropout_fused))
-FAMILY.add(Impl("triton", dropout_triton,
-                triton_kernels=(dropout_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("compiled", dropout_compiled))
-FAMILY.add(Impl("cuda", cuda_op("dropout", "dropout", "philox"), cuda_kernels=("dropout_philox",)))
+FAMILY.add("torch_naive", returns_new(dropout_naive))
+FAMILY.add("torch_fused", dropout_fused)
+FAMILY.add("triton", dropout_triton, triton_kernels=(dropout_kernel,), compile_specs=compile_specs)
+FAMILY.add("compiled", dropout_compiled)
+FAMILY.add("cuda", cuda_op("dropout", "dropout", "philox"), cuda_kernels=("dropout_philox",))
