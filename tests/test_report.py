@@ -716,7 +716,7 @@ def test_no_plot_has_overlapping_tick_labels(tmp_path, monkeypatch):
 def test_ceiling_ratio_axis_labels_never_overlap(lo, hi, monkeypatch):
     """The ceilings figure's ratio axis, from two GPUs a few percent apart to a GPU against a CPU:
     several round ratio labels, none touching another."""
-    from kernellab.report import plots
+    from kernellab.report import plot_comparison, plots
 
     seen = []
     real = plots.png_bytes
@@ -732,7 +732,7 @@ def test_ceiling_ratio_axis_labels_never_overlap(lo, hi, monkeypatch):
     monkeypatch.setattr(plots, "png_bytes", keep)
     rows = [{"label": "softmax", "points": [(lo, "SLOWER", 5.0), (hi, "FASTER", 50.0)], "predicted": 1.2,
              "median": lo}]
-    assert plots.ceiling_ratios(rows, "a", "b").startswith(PNG)
+    assert plot_comparison.ceiling_ratios(rows, "a", "b").startswith(PNG)
     ((clashes, shown),) = seen
     assert clashes == [] and len(shown) >= 3 and "1×" in shown, shown
 
@@ -740,7 +740,7 @@ def test_ceiling_ratio_axis_labels_never_overlap(lo, hi, monkeypatch):
 def test_ceiling_rows_place_cases_by_their_time(monkeypatch):
     """Within a family's row the cases rise with their time: the longest at the top, the
     shortest (a few microseconds, launch-bound) at the bottom, whatever their ratio or verdict."""
-    from kernellab.report import plots
+    from kernellab.report import plot_comparison, plots
 
     seen = {}
     real = plots.png_bytes
@@ -753,7 +753,7 @@ def test_ceiling_rows_place_cases_by_their_time(monkeypatch):
     monkeypatch.setattr(plots, "png_bytes", keep)
     points = [(0.71, "SLOWER", 900.0), (1.0, "SAME", 3.0), (0.75, "SLOWER", 40.0), (0.9, "AMBIGUOUS", 8.0)]
     rows = [{"label": "softmax", "points": points, "predicted": 0.7, "median": math.nan}]
-    assert plots.ceiling_ratios(rows, "a", "b").startswith(PNG)
+    assert plot_comparison.ceiling_ratios(rows, "a", "b").startswith(PNG)
     by_time = [seen[x] for x, _, _ in sorted(points, key=lambda p: p[2])]
     assert by_time == sorted(by_time) and len(set(by_time)) == len(points)
     assert all(-0.5 < y < 0.5 for y in by_time)  # inside the row
@@ -853,13 +853,11 @@ def test_kernel_log_shows_a_steps_finding(tmp_path):
 def test_a_finding_written_after_the_set_replaces_the_one_it_recorded(tmp_path, monkeypatch):
     """A set records its ladder texts when measured; the finding written after it (in this
     checkout's ladder.yaml) is the one its KERNEL_LOG shows when rendered again."""
-    import dataclasses
-
     from kernellab.engine import registry
 
     root = _fake_gpu_with_recorded_finding(tmp_path, "gelu", "vec4", "Recorded when measured.")
-    impls = registry.family("gelu").impls
-    monkeypatch.setitem(impls, "cuda@vec4", dataclasses.replace(impls["cuda@vec4"], finding="Written since."))
+    # the finding is derived from ladder.yaml (Impl.derive): this checkout's, changed for this test
+    monkeypatch.setitem(registry.family("gelu").impls["cuda@vec4"]._derived, "finding", "Written since.")
     render(root, "fake-gpu", tmp_path / "out")
     vec4 = (tmp_path / "out" / "KERNEL_LOG.md").read_text(encoding="utf-8").split("### 2. vec4")[1].split("### 3.")[0]
     assert "- **Finding:** Written since." in vec4 and "Recorded when measured." not in vec4

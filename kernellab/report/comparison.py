@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from kernellab.engine.stats import AMBIGUOUS, FASTER, SAME, SLOWER, classify, geomean
-from kernellab.report import fmt, plots, scaling
+from kernellab.report import fmt, plot_comparison, scaling
 from kernellab.report.clocks import slower_compute_table
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results, shape_sort_key
@@ -126,7 +126,7 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
         counts = [str(sum(p["verdict"] == v for p in ps)) for v in VERDICTS]
         bk.add([kernel, str(len(rs)), *counts, fmt.ratio(geomean(rs)), fmt.ratio(min(rs)), fmt.ratio(max(rs))])
     cv.by_kernel = bk
-    data = plots.comparison(pairs, res.hardware, other.hardware)
+    data = plot_comparison.medians(pairs, res.hardware, other.hardware)
     if data:
         cv.image = Image(
             name=f"compare_{html_id(other.hardware)}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from kernellab.engine import isolate
-from kernellab.report import fmt, plots
+from kernellab.report import fmt, plot_kernel, plot_roofline
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results
 from kernellab.report.model import (
@@ -34,7 +34,7 @@ KINDS = ("latency", "throughput", "speedup")
 
 
 def _figure_args(res: Results, kernel: str, metric: str) -> tuple:
-    """The arguments of ``plots.kernel_figure`` for one kernel, less the kind."""
+    """The arguments of ``plot_kernel.kernel_figure`` for one kernel, less the kind."""
     rows = [r for r in res.summary if r["kernel"] == kernel]
     multi_mode = len({r["mode"] for r in rows}) > 1
     keys = sorted({r["impl_key"] for r in rows})
@@ -50,7 +50,7 @@ def kernel_images(res: Results, metrics: dict[str, str], workers: int = 1) -> di
     """Each kernel's latency, throughput and speedup figures (those with data), drawn on up to
     ``workers`` processes: drawing is most of a report's time (0.5-0.8 s a figure)."""
     calls = [(kind, *_figure_args(res, kernel, metric)) for kernel, metric in metrics.items() for kind in KINDS]
-    drawn = iter(isolate.forked_map(plots.kernel_figure, calls, workers))
+    drawn = iter(isolate.forked_map(plot_kernel.kernel_figure, calls, workers))
     out: dict[str, list[Image]] = {}
     for kernel, metric in metrics.items():
         unit = metric_label(metric)
@@ -86,7 +86,7 @@ def roofline_image(res: Results) -> tuple[Image | None, str]:
                 "flops_per_s": fl / (r["median_us"] * 1e-6),
             }
         )
-    data = plots.roofline(points, res.survey, res.hardware)
+    data = plot_roofline.roofline(points, res.survey, res.hardware)
     note = f"{len(points)} correct cases drawn."
     if zero:
         note += f" {zero} case(s) with zero FLOPs cannot be drawn on a log axis."

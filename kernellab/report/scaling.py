@@ -15,7 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from kernellab.report import fmt, plots
+from kernellab.report import fmt, plot_comparison
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results
 from kernellab.report.model import ceiling, ceiling_key
@@ -123,7 +123,7 @@ def ceiling_image(gs: list[Group], res: Results, other: Results) -> Image | None
         }
         for g in gs
     ]
-    data = plots.ceiling_ratios(rows, this, that)
+    data = plot_comparison.ceiling_ratios(rows, this, that)
     if not data:
         return None
     return Image(
