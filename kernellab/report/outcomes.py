@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from kernellab.engine.case_status import ABSENT, failure_status  # expected absences: not failures
 from kernellab.report import fmt
 from kernellab.report.load import Results, check_failed, shape_sort_key
 from kernellab.report.tables import Table
-from kernellab.workflow.run_summary import ABSENT, failure_status  # expected absences: not failures
 
 
 def absences_table(res: Results) -> Table:

@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-ABSENT = ("unavailable",)  # expected absences (no GPU, no ncu), not failures
+from kernellab.engine.case_status import ABSENT, failure_status
+
 MAX_GROUPS = 12  # failure lines per set; the report's failure table has them all
-
-
-def failure_status(status: str, check_status: str) -> str:
-    """What a case that did not give a result is called: its status, else (the benchmark ran)
-    its check's ("incorrect": wrong numbers)."""
-    if status != "ok":
-        return status
-    return "incorrect" if check_status == "failed" else f"check {check_status}"
 
 
 def _failure_lines(df: pd.DataFrame) -> list[str]:
