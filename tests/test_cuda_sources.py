@@ -236,7 +236,7 @@ def test_ptx_tasks_group_the_cuda_implementations_that_share_a_source(name):
     assert sorted(k for g in groups for k in g) == sorted(cuda)  # each CUDA implementation once
 
     def sources(key):
-        return {ptx.cuda_source_of(fam, kn) for kn in fam.impls[key].cuda_kernels}
+        return {ptx.cuda_source_of(fam, kn, fam.impls[key]) for kn in fam.impls[key].cuda_kernels}
 
     files = [set().union(*(sources(k) for k in g)) for g in groups]
     for i, a in enumerate(files):  # a .cu file is compiled by one task only
@@ -266,7 +266,7 @@ def test_ptx_takes_the_cuda_code_from_the_build(cuda_resources, monkeypatch, tmp
         for entry in entries:
             assert "ptx" in entry["files"]
             assert ("sass" in entry["files"]) == (cuda_build.find_cuobjdump() is not None)
-            src = ptx.cuda_source_of(fam, entry["name"])
+            src = ptx.cuda_source_of(fam, entry["name"], impl)
             built = cuda_build.cubin_path(cuda_resources["dir"], src.resolve(), 90).with_suffix(".ptx").read_text()
             dumped = ptx.split_ptx(read_text(tmp_path / entry["files"]["ptx"]))
             assert dumped and all(body in built for body in dumped.values())

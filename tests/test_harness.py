@@ -67,7 +67,7 @@ BROKEN = {"skip_last": _skip_last, "wrong": _wrong, "raises": _raises, "oom": _o
 def family():
     added = []
     for step, fn in BROKEN.items():
-        added.append(FAM.add(Impl(FAM.name, "triton", "triton", fn, step=step, ladder="broken")).key)
+        added.append(FAM.add(Impl("triton", fn, step=step, ladder="broken")).key)
     yield FAM
     for key in added:
         FAM.remove(key)
@@ -137,7 +137,7 @@ def test_measure_tunes_triton_in_the_same_worker_and_reports_a_crash_while_tunin
     """Autotuned Triton implementations are tuned first (the interpreter times each config
     on the smallest shape), then checked; a worker that dies while tuning leaves an error
     row in the autotune table and in the checks."""
-    crash = family.add(Impl(FAM.name, "triton", "triton", _crashes, step="crash_tuning", ladder="broken",
+    crash = family.add(Impl("triton", _crashes, step="crash_tuning", ladder="broken",
                             triton_kernels=FAM.impls["triton"].triton_kernels)).key
     try:
         tune_cfg = TimingConfig(budget_s=0.01, min_samples=2, warmup_s=0.0, min_warmup=1)
