@@ -14,10 +14,10 @@ from kernellab.report.browser import check_page, find_chromium, screenshot
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "results"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     find_chromium() is None,
     reason="no Chromium: install the Debian package 'chromium' (/usr/bin/chromium) to run the browser checks",
-)
+)]
 
 
 @pytest.fixture(scope="module")

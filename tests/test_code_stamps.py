@@ -107,6 +107,7 @@ def done_tree(tmp_path):
     return tree, tmp_path
 
 
+@pytest.mark.slow
 def test_editing_the_report_reruns_no_measurement_and_the_timer_every_one(done_tree):
     tree, tmp = done_tree
     with open(tree / "kernellab" / "report" / "fmt.py", "a") as fh:

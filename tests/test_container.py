@@ -24,6 +24,8 @@ import pandas as pd
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # end to end: runs the workflow (CI's second stage)
+
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 CPU_IMAGE = f"kernel-lab:{VERSION}-cpu"

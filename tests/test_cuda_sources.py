@@ -157,6 +157,7 @@ def torch_cuda_includes(tmp: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("family", sorted(cuda_build.family_sources()))
+@pytest.mark.slow
 def test_every_binding_compiles_against_torch(family, tmp_path):
     """Each family's binding.cpp (its TORCH_LIBRARY_FRAGMENT, the shared checks of binding.h)
     compiles against torch's headers, without a GPU."""
@@ -247,6 +248,7 @@ def test_ptx_tasks_group_the_cuda_implementations_that_share_a_source(name):
 
 
 @pytest.mark.parametrize("name", _cuda_family_names())
+@pytest.mark.slow
 def test_ptx_takes_the_cuda_code_from_the_build(cuda_resources, monkeypatch, tmp_path, name):
     """The ptx rule's CUDA entries come from the PTX and cubins the resource report left in the
     build folder: with nvcc made to fail, every CUDA implementation still has its PTX (and its

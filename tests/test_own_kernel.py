@@ -122,6 +122,7 @@ def test_a_ladder_step_without_its_text_is_an_error(tmp_path):
         registry.attach_ladder_texts(fam, folder)
 
 
+@pytest.mark.slow
 def test_a_cuda_source_that_does_not_compile_is_named_and_left_out(tmp_path):
     if cuda_build.find_nvcc() is None:
         pytest.skip("nvcc not found")

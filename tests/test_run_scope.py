@@ -98,6 +98,7 @@ def _dry(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_only_from_the_command_line_publishes_a_set_of_its_own(tmp_path):
     proc = _dry(tmp_path, "--config", "only=[gelu]", f"staging={tmp_path / 's'}", f"results={tmp_path / 'r'}")
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -32,6 +32,7 @@ def _dry(tmp: Path, *items: str) -> subprocess.CompletedProcess:
     (["kernels={gelux: {dtypes: [fp32], shapes: [3]}}"], "kernels.gelux: unknown kernel 'gelux'"),
     (["isolate=maybe"], "isolate: 'maybe' is not of type 'boolean'"),
 ])
+@pytest.mark.slow
 def test_config_errors_name_the_key_in_a_few_lines(tmp_path, args, first):
     proc = _dry(tmp_path, *args)
     assert proc.returncode != 0
@@ -41,6 +42,7 @@ def test_config_errors_name_the_key_in_a_few_lines(tmp_path, args, first):
     assert len(out.strip().splitlines()) < 10, out
 
 
+@pytest.mark.slow
 def test_numbers_from_the_command_line_are_numbers(tmp_path):
     proc = _dry(tmp_path, "check={seeds: [5, 6, 7], timeout_s: 60}", "isolate=no")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
@@ -53,6 +55,7 @@ def test_coerce_scalars_follows_the_schema():
 
 
 @pytest.mark.skipif(runtime.has_gpu(), reason="checks the machine without a GPU")
+@pytest.mark.slow
 def test_target_gpu_without_a_gpu_is_refused_before_any_job(tmp_path):
     proc = _dry(tmp_path, "target=gpu")
     assert proc.returncode != 0

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # end to end: runs the workflow (CI's second stage)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 HOLD = ("import sys, time; from kernellab.workflow.runlock import acquire; acquire(sys.argv[1]); "
