@@ -14,10 +14,10 @@ import torch
 
 from kernellab import kit
 from kernellab.engine import isolate, registry
-from kernellab.kit import triton as kit_triton
 from kernellab.engine.cases import Case, kernel_plan
 from kernellab.engine.harness import measure_family
 from kernellab.engine.testing import in_fresh_interpreter
+from kernellab.kit import triton as kit_triton
 
 _STATE: dict = {}
 

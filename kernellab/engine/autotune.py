@@ -18,11 +18,11 @@ import time
 from typing import Iterator
 
 from kernellab.engine import runtime, triton_utils
-from kernellab.kit import triton as kit_triton
 from kernellab.engine.cases import Case
 from kernellab.engine.registry import Family, Impl
 from kernellab.engine.stats import summarize
 from kernellab.engine.timing import TimingConfig, measure
+from kernellab.kit import triton as kit_triton
 
 log = logging.getLogger("kernellab")
 
