@@ -9,7 +9,7 @@ import torch
 
 from kernellab.engine import isolate, registry, runtime
 from kernellab.engine.cases import Case, kernel_plan
-from kernellab.engine.harness import check_impl, compare, measure_family
+from kernellab.engine.harness import check_against_reference, check_impl, measure_family
 from kernellab.engine.registry import Impl
 from kernellab.engine.timing import TimingConfig, measure
 
@@ -162,9 +162,9 @@ def test_case_too_large_for_memory_is_skipped_as_oom():
 
 def test_compare_reports_shape_mismatch_and_tolerance():
     ref = torch.ones(10, dtype=torch.float64)
-    assert compare(torch.ones(9), ref, "fp32")["status"] == "failed"
-    assert compare(torch.ones(10) * (1 + 1e-3), ref, "fp32")["status"] == "failed"
-    assert compare(torch.ones(10, dtype=torch.bfloat16), ref, "bf16")["status"] == "ok"
+    assert check_against_reference(torch.ones(9), ref, "fp32")["status"] == "failed"
+    assert check_against_reference(torch.ones(10) * (1 + 1e-3), ref, "fp32")["status"] == "failed"
+    assert check_against_reference(torch.ones(10, dtype=torch.bfloat16), ref, "bf16")["status"] == "ok"
 
 
 @pytest.mark.parametrize("mode", ["cold", "warm"])

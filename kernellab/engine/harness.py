@@ -136,7 +136,7 @@ def _empty_cache(device: str) -> None:
 
 
 # ------------------------------------------------------------------ check
-def compare(out, ref, dtype: str, tol: float | None = None, floor: float = 0.0) -> dict:
+def check_against_reference(out, ref, dtype: str, tol: float | None = None, floor: float = 0.0) -> dict:
     """Relative-norm and max-abs error of ``out`` against the float64 ``ref``: the error's
     norm over max(the reference's norm, ``floor``); ``tol`` defaults to the dtype's."""
     import torch
@@ -185,7 +185,7 @@ def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: st
         ref = family.reference(*inputs64, **params)
         floor = float(family.error_floor(*inputs64, **params)) if family.error_floor is not None else 0.0
     tol = family.tolerance(case.shape, case.dtype) if family.tolerance is not None else None
-    return compare(result, ref, case.dtype, tol, floor)
+    return check_against_reference(result, ref, case.dtype, tol, floor)
 
 
 def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], device: str,
@@ -392,4 +392,4 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
     return checks, benches, tunes
 
 
-__all__ = ["CHECK_COLUMNS", "compare", "measure_family", "shape_str"]
+__all__ = ["CHECK_COLUMNS", "check_against_reference", "measure_family", "shape_str"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from kernellab.engine import runtime
-from kernellab.engine.harness import compare
+from kernellab.engine.harness import check_against_reference
 
 
 def run(fam, fn, shape, dtype, seed=0, device=None, **params):
@@ -46,7 +46,7 @@ def verdict(fam, got, inputs, shape, dtype, **params) -> dict:
     ref = reference(fam, inputs, **params)
     floor = float(fam.error_floor(*float64(inputs), **params)) if fam.error_floor is not None else 0.0
     tol = fam.tolerance(shape, dtype) if fam.tolerance is not None else None
-    return compare(got, ref, dtype, tol, floor)
+    return check_against_reference(got, ref, dtype, tol, floor)
 
 
 def check(fam, got, inputs, out, shape, dtype, **params) -> None:

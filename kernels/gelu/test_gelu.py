@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernellab.engine import cuda_build
-from kernellab.engine.harness import compare
+from kernellab.engine.harness import check_against_reference
 from kernellab.engine.testing import cuda_rel_err, cuda_tol, empty_like_nan, nvcc_or_skip, randn_cuda, sass_functions
 
 from . import FAMILY as fam
@@ -81,10 +81,10 @@ def test_error_is_relative_to_the_input_where_the_output_cancels():
     x64 = x.double()
     ref, floor = reference(x64), error_floor(x64)
     naive = gelu_naive(x)
-    assert compare(naive, ref, "bf16")["status"] == "failed"  # relative to |gelu(x)| alone
-    assert compare(naive, ref, "bf16", floor=floor)["status"] == "ok"
-    assert compare(-naive, ref, "bf16", floor=floor)["status"] == "failed"
-    assert compare(naive + 0.1, ref, "bf16", floor=floor)["status"] == "failed"
+    assert check_against_reference(naive, ref, "bf16")["status"] == "failed"  # relative to |gelu(x)| alone
+    assert check_against_reference(naive, ref, "bf16", floor=floor)["status"] == "ok"
+    assert check_against_reference(-naive, ref, "bf16", floor=floor)["status"] == "failed"
+    assert check_against_reference(naive + 0.1, ref, "bf16", floor=floor)["status"] == "failed"
     big = torch.randn(10_000, dtype=torch.float64)  # random data: the floor is below ||gelu(x)||
     assert error_floor(big) < 0.5 * float(torch.linalg.vector_norm(reference(big)))
 

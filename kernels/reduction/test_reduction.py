@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernellab.engine import runtime
-from kernellab.engine.harness import compare
+from kernellab.engine.harness import check_against_reference
 from kernellab.engine.testing import check, cuda_rel_err, randn_cuda, rel_error, run
 
 from . import FAMILY as fam
@@ -52,9 +52,9 @@ def test_tolerance_grows_like_sqrt_n_and_still_catches_a_stuck_accumulator():
     ref = torch.tensor([2.0**28], dtype=torch.float64)
     pairwise_ish = torch.tensor([2.0**28 * (1 + 3e-5)])  # atomics over block partials
     stuck = torch.tensor([2.0**25])  # one fp32 running sum of 2^28 ones stops at 2^25
-    assert compare(pairwise_ish, ref, "fp32", tol((2**28,), "fp32"))["status"] == "ok"
-    assert compare(pairwise_ish, ref, "fp32")["status"] == "failed"
-    assert compare(stuck, ref, "fp32", tol((2**28,), "fp32"))["status"] == "failed"
+    assert check_against_reference(pairwise_ish, ref, "fp32", tol((2**28,), "fp32"))["status"] == "ok"
+    assert check_against_reference(pairwise_ish, ref, "fp32")["status"] == "failed"
+    assert check_against_reference(stuck, ref, "fp32", tol((2**28,), "fp32"))["status"] == "failed"
 
 
 def test_bytes_and_flops():
