@@ -313,17 +313,6 @@ def loop_tuned(kernel, rows_per_program, extra_shapes=(), known_trip=None):
                     prune_configs_by={"early_config_prune": prune_chunk_configs})(kernel)
 
 
-# The ladder "triton_loop" (texts: ladder.yaml): the loop kernel tuned over one row per program
-# (shifted), then over two or four rows sharing the weight and bias loads (shared_params); the
-# group kernel over one row per program, its statistics merged in two reductions (group_shift)
-# or one (one_merge), then with the loops' trip counts known to the compiler where the tuner
-# finds it pays (known_trip).
-layer_norm_shifted = loop_tuned(layer_norm_loop_kernel, (1,))
-layer_norm_shared_params = loop_tuned(layer_norm_loop_kernel, (2, 4))
-layer_norm_group_shift = loop_tuned(layer_norm_group_kernel, (1,))
-layer_norm_one_merge = loop_tuned(layer_norm_group_kernel, (1,))
-layer_norm_known_trip = loop_tuned(layer_norm_group_kernel, (1,), KNOWN_TRIP_SHAPES, (False, True))
-
 def vector_elems(nbytes: int) -> int:
     """Elements of ``nbytes`` each in one 16-byte vector: a thread's group of adjacent columns."""
     return 16 // nbytes
@@ -349,9 +338,9 @@ def layer_norm_triton(out, x, w, b):
     return out
 
 
-def layer_norm_cuda(variant: str):
+def layer_norm_cuda(family: str, variant: str):
     """layer_norm(x, w, b, out, eps, variant): eps passed explicitly."""
-    op = cuda_op("layer_norm", "layer_norm", variant)
+    op = cuda_op(family, "layer_norm", variant)
 
     def run(out, x, w, b):
         return op(out, x, w, b, eps=EPS)
@@ -436,6 +425,7 @@ FAMILY = Family(
     flops=lambda shape, dtype, **_: 8 * numel(shape),
     out_like=out_like,
     shape_rank=(2,),
+    cuda_step=layer_norm_cuda,
     description="Row statistics and an affine map: reductions inside a row, like softmax.",
 )
 
@@ -444,25 +434,6 @@ FAMILY.add(Impl("torch_fused", layer_norm_fused))
 FAMILY.add(Impl("triton", layer_norm_triton,
                 triton_kernels=(layer_norm_tuned,), compile_specs=compile_specs))
 FAMILY.add(Impl("compiled", compiled(layer_norm_naive)))
-# The CUDA ladder "row kernels on Hopper" (texts: ladder.yaml); prefetch is the staged kernel's
-# other instantiation.
-for step, kernel in (("block", "block"), ("cluster", "cluster"), ("staged", "staged"), ("prefetch", "staged"),
-                     ("resident", "resident"), ("resident3", "resident"), ("onepass", "staged"),
-                     ("onepass_resident", "resident"), ("lean", "staged")):
-    FAMILY.add(Impl("cuda", layer_norm_cuda(step), step=step, ladder="hopper_rows",
-                    cuda_kernels=(f"layer_norm_{kernel}",)))
-# The Triton ladder "triton_loop" (texts: ladder.yaml), beside the autotuned kernel above.
-# The spec of each: (rows per program, chunk, warps) at 32768 columns, as the tuner picked there,
-# and the constexprs of that pick besides the call's.
-for step, kernel, grouped, meta, spec, spec_meta in (
-        ("shifted", layer_norm_shifted, False, {}, (1, 16384, 16), {}),
-        ("shared_params", layer_norm_shared_params, False, {}, (2, 8192, 16), {}),
-        ("group_shift", layer_norm_group_shift, True, {}, (1, 16384, 16), {}),
-        ("one_merge", layer_norm_one_merge, True, {"ONE_MERGE": True}, (1, 16384, 16), {}),
-        ("known_trip", layer_norm_known_trip, True, {"ONE_MERGE": True}, (1, 16384, 16),
-         {"EVEN": True, "KNOWN_TRIP": True})):
-    FAMILY.add(Impl("triton", layer_norm_loop(kernel, grouped, **meta), step=step,
-                    ladder="triton_loop", triton_kernels=(kernel,),
-                    compile_specs=loop_specs(*spec, grouped, **meta, **spec_meta)))
+# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton).
 FAMILY.add(Impl("liger", returns_new(layer_norm_liger)))
 FAMILY.add(Impl("quack", returns_new(layer_norm_quack)))

@@ -1,5 +1,5 @@
-// The layer_norm family's torch ops: checks, device guard, current stream, then the plain-CUDA
-// launcher of layer_norm.h.
+// The layer_norm family's torch ops: checks, device guard, current stream, then the step's launcher,
+// looked up by name in the family's step table (layer_norm.h).
 #include "binding.h"
 #include "layer_norm.h"
 
@@ -13,15 +13,15 @@ void layer_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, a
   check_args(op, {{"x", x}, {"w", w}, {"b", b}, {"out", out}}, kFloatTypes, true, false);
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
   check_args(op, {{"w", w}, {"b", b}}, kFloatTypes, true, true);
-  const int v = variant_index(op, variant, kl::kLayerNormVariants);
+  const kl::LayerNormStep step = find_step(op, kl::layer_norm_steps(), variant);
   int64_t rows = 0, cols = 0;
   rows_cols(op, x, rows, cols);
   TORCH_CHECK(w.dim() == 1 && w.size(0) == cols, "kernellab.", op, ": w must have shape (", std::to_string(cols), ",), got ",
               dims(w.sizes()));
   const c10::cuda::CUDAGuard guard(x.device());
   check_status(op, variant,
-               kl::layer_norm_launch(x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), rows, cols,
-                                     static_cast<float>(eps), dtype_tag(x), v, stream_of(x)));
+               kl::layer_norm_launch(step, x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), rows, cols,
+                                     static_cast<float>(eps), dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace

@@ -1,27 +1,23 @@
-// The layer_norm family's launcher and variant names: the interface between its plain-CUDA
-// source and its binding (binding.cpp beside it).
+// The layer_norm family's CUDA steps: what each step's launcher takes, their table (steps.h), and
+// the checks every launch shares.
 #pragma once
 
-#include "kernellab.h"
+#include <climits>
+
+#include "steps.h"
 
 namespace kl {
 
-enum LayerNormVariant : int {
-  kLayerNormBlock = 0,
-  kLayerNormCluster = 1,
-  kLayerNormStaged = 2,
-  kLayerNormPrefetch = 3,
-  kLayerNormResident = 4,
-  kLayerNormResident3 = 5,
-  kLayerNormOnePass = 6,
-  kLayerNormOnePassResident = 7,
-  kLayerNormLean = 8
-};
-inline constexpr const char* kLayerNormVariants[] = {"block", "cluster", "staged", "prefetch", "resident", "resident3",
-                                                       "onepass", "onepass_resident", "lean"};
+// A step: out = (x - mean) / sqrt(var + eps) * w + b per row of (rows, cols), w and b of cols
+// elements, 0 < rows, cols <= INT_MAX.
+using LayerNormStep = int (*)(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols, float eps, DType dtype, cudaStream_t stream);
+KL_STEP_TABLE(layer_norm, LayerNormStep);
 
-// out = (x - mean) / sqrt(var + eps) * w + b, per row of (rows, cols); w, b have cols elements.
-int layer_norm_launch(const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols,
-                      float eps, DType dtype, int variant, cudaStream_t stream);
+// The sizes every step takes, then the step: kOk for an empty matrix, kErrBadSize out of range.
+inline int layer_norm_launch(LayerNormStep step, const void* x, const void* w, const void* b, void* out, int64_t rows, int64_t cols, float eps, DType dtype, cudaStream_t stream) {
+  if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX) return kErrBadSize;
+  if (rows == 0 || cols == 0) return kOk;
+  return step(x, w, b, out, rows, cols, eps, dtype, stream);
+}
 
 }  // namespace kl
