@@ -107,7 +107,7 @@ def load_family(name: str, folder: Path) -> Family:
             if isinstance(impl, Impl) and getattr(value, "__module__", None) == mod.__name__:
                 fam.add(_placed(impl, Path(mod.__file__), folder))
     for ladder, step, source in cuda_step_files(folder, texts):
-        fam.add(Impl("cuda", _cuda_runner(fam, step), step=step, ladder=ladder,
+        fam.add(Impl("cuda", _cuda_runner(fam, step), step=step, ladder=ladder, dtypes=fam.cuda_dtypes,
                      cuda_kernels=tuple(texts[(ladder, step)].get("kernels") or global_kernels(source))
                      ).derive(source=source))
     if not fam.impls:

@@ -152,6 +152,7 @@ class Family:
     # <ladder>/<step>.cu file), e.g. lambda family, step: cuda_op(family, "silu", step); None:
     # cuda_op(family, family, step), the op named after the family, taking (*inputs, out, *params, step)
     cuda_step: Callable[[str, str], Callable] | None = None
+    cuda_dtypes: tuple[str, ...] | None = None  # the dtypes its CUDA steps take; None: the family's
 
     def __post_init__(self):
         # derived, not fields: the name is the folder's (set by the loader), the implementations

@@ -123,6 +123,8 @@ FAMILY = Family(
     flops=matmul_flops,
     out_like=out_like,
     shape_rank=(3,),
+    cuda_step=lambda family, step: sgemm_step(family, step),
+    cuda_dtypes=("fp32",),
     description="C = A @ B against cuBLAS: a tiled Triton GEMM and the CUDA SGEMM ladder.",
 )
 
@@ -144,12 +146,10 @@ FAMILY.add(Impl("compiled_max_autotune", compiled(matmul_naive_max_autotune, mod
 
 # The CUDA SGEMM ladder (fp32, TF32 off): siboehm's "How to optimize a CUDA matmul
 # kernel for cuBLAS-like performance" kernels 1-10, re-measured on the H200; one .cu file
-# per step in sgemm/. Each step is its own implementation; its idea and prediction (at
-# 4096^3, as a share of cuBLAS fp32, ~51 TFLOP/s) are in ladder.yaml.
-SGEMM_STEPS = ("naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
-               "autotuned")  # the ladder's order and texts: ladder.yaml
+# per step in cuda_sgemm/, run by the `sgemm` op (sgemm_step below). Its ideas and predictions
+# (at 4096^3, as a share of cuBLAS fp32, ~51 TFLOP/s) are in ladder.yaml.
 
-# kl::kSgemmAutotunedConfigs (sgemm/sgemm.h), in order: "autotuned:<index>" runs
+# kl::kSgemmAutotunedConfigs (cuda_sgemm/sgemm.h), in order: "autotuned:<index>" runs
 # one of them; plain "autotuned" lets the launcher pick by the number of tiles.
 SGEMM_AUTOTUNED_CONFIGS = (
     "128x128x8_w64x64_t128_s4", "128x128x16_w64x64_t128_s3", "128x256x8_w64x64_t256_s3",
@@ -200,6 +200,12 @@ def sgemm_autotune(ops, out, a, b, reps: int = 10) -> int:
     return best
 
 
+def sgemm_step(family: str, step: str):
+    """The runner of an SGEMM step: the `sgemm` op with the step's name; the autotuned step picks
+    its tile shape on first use."""
+    return sgemm_autotuned if step == "autotuned" else cuda_op(family, "sgemm", step)
+
+
 def sgemm_autotuned(out, a, b):
     """The ladder's last step: the fastest tile shape for this (M, N, K), picked on first use."""
     from kernellab.engine import cuda_ext
@@ -210,42 +216,12 @@ def sgemm_autotuned(out, a, b):
     return out
 
 
-for step in SGEMM_STEPS:
-    fn = sgemm_autotuned if step == "autotuned" else cuda_op("matmul", "sgemm", step)
-    FAMILY.add(
-        Impl("cuda", fn, step=step, ladder="cuda_sgemm",
-             dtypes=("fp32",), cuda_kernels=(f"sgemm_{step}",))
-    )
-
-
-# The Triton ladders (texts: ladder.yaml): each step one fixed config of ``matmul_kernel``
-# (no autotuning) in one dtype, so a step differs from the one before in one technique.
-# "triton_hopper" and "triton_tf32" are read at the profile shape (4096^3), "triton_skinny"
-# at M = 128 (config: ladder_shapes); the family's ``triton`` row is the autotuned pick.
-# A tf32 step is (config, what to do with a row-major B: see launch_matmul).
-TRITON_STEPS = {
-    "triton_hopper": {
-        "pointer": (128, 256, 64, 3, 8),
-        "tma": (128, 256, 64, 3, 8, "tma_grid"),
-        "persistent": (128, 256, 64, 3, 8, "tma_nosub"),
-        "warp_specialized": (128, 256, 64, 3, 4, "tma_ws"),
-    },
-    "triton_skinny": {
-        "hopper_tile": (128, 256, 64, 3, 8, "tma_nosub"),
-        "narrow_tile": (128, 64, 64, 4, 4, "tma_nosub"),
-        "split_k": (128, 128, 64, 4, 8, "tma_split2"),
-        "deep_pipeline": (64, 128, 128, 4, 4, "tma_nosub"),
-    },
-    # tf32 at 4096^3: what wgmma's K-major rule for 32-bit operands costs, and two ways to pay it
-    "triton_tf32": {
-        "n_major_b": ((128, 128, 32, 4, 8), "as_is"),
-        "k_major_b": ((128, 256, 32, 3, 8, "tma"), "transpose"),
-        "k_major_b_cached": ((128, 256, 32, 3, 8, "tma"), "cached"),
-    },
-}
-LADDER_DTYPES = {"triton_hopper": "bf16", "triton_skinny": "bf16", "triton_tf32": "tf32"}
-
-
+# The Triton ladders (texts: ladder.yaml), one file per step in triton_hopper/, triton_skinny/ and
+# triton_tf32/: each step one fixed config of ``matmul_kernel`` (no autotuning) in one dtype, so a
+# step differs from the one before in one technique. "triton_hopper" and "triton_tf32" are read at
+# the profile shape (4096^3), "triton_skinny" at M = 128 (config: ladder_shapes); the family's
+# ``triton`` row is the autotuned pick. A tf32 step also says what to do with a row-major B (see
+# launch_matmul). No compile_specs: the ptx rule's dumps of the family's configs cover these bodies.
 def triton_step(entry, b_layout: str = "transpose"):
     config = config_of(entry)
 
@@ -254,11 +230,3 @@ def triton_step(entry, b_layout: str = "transpose"):
 
     run.__name__ = f"matmul_triton_{'x'.join(map(str, entry[:3]))}_{entry[5] if len(entry) > 5 else 'ptr'}"
     return run
-
-
-for ladder, steps in TRITON_STEPS.items():
-    for step, spec in steps.items():
-        entry, b_layout = spec if isinstance(spec[0], tuple) else (spec, "transpose")
-        # no compile_specs: the ptx rule's dumps of the family's configs cover these bodies
-        FAMILY.add(Impl("triton", triton_step(entry, b_layout), step=step, ladder=ladder,
-                        dtypes=(LADDER_DTYPES[ladder],)))

@@ -238,10 +238,10 @@ def test_triton_ladders_are_read_where_they_run():
 
     cfg = yaml.safe_load((MATMUL.folder.parents[1] / "config" / "config.yaml").read_text())["kernels"]["matmul"]
     plan = kernel_plan("matmul", cfg, "gpu")
-    ladders = MATMUL.ladders()
-    for name, dtype in mm.LADDER_DTYPES.items():
-        steps = ladders[name]
-        assert [s.step for s in steps] == list(mm.TRITON_STEPS[name])
+    ladders = {name: steps for name, steps in MATMUL.ladders().items() if name.startswith("triton_")}
+    assert ladders
+    for name, steps in ladders.items():
+        (dtype,) = {d for s in steps for d in s.dtypes}  # one dtype per ladder
         assert plan.ladder_dtype(steps) == dtype
         for s in steps:
             assert {c.shape for c in plan.cases(MATMUL, s)} >= {plan.ladder_shape(name)}, s.key
@@ -265,23 +265,14 @@ def test_counts_and_inputs():
     assert MATMUL.out_like(a16, b16).shape == (8, 16) and MATMUL.out_like(a16, b16).dtype == torch.bfloat16
 
 
-SGEMM_STEPS = ["naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
-               "autotuned"]
+SGEMM_STEPS = [s.step for s in MATMUL.ladders()["cuda_sgemm"]]
 
 
-def test_sgemm_ladder_registered():
-    steps = MATMUL.ladders()["cuda_sgemm"]
-    assert [s.step for s in steps] == SGEMM_STEPS
-    assert [s.order for s in steps] == list(range(1, 9))
-    for s in steps:
+def test_sgemm_steps_take_fp32_and_list_their_own_kernel():
+    """Each SGEMM step (a file of cuda_sgemm/) runs fp32 only and lists the kernel its file defines."""
+    for s in MATMUL.ladders()["cuda_sgemm"]:
         assert s.dtypes == ("fp32",) and not s.supports("bf16")
-        assert s.cuda_kernels == (f"sgemm_{s.step}",)
-        assert s.idea and s.prediction and s.expect_pct_of_peak
-    pcts = [s.expect_pct_of_peak for s in steps]
-    assert all(lo < hi for lo, hi in pcts)
-    # each step predicts a higher share of cuBLAS than the one before
-    assert all(p[0] <= q[0] for p, q in zip(pcts, pcts[1:], strict=False))
-    assert steps[-1].expect_pct_of_peak[0] >= 80
+        assert s.cuda_kernels == (f"sgemm_{s.step}",) and s.source.name == f"{s.step}.cu"
 
 
 def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
@@ -293,7 +284,7 @@ def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
     src = tmp_path / "names.cu"
     src.write_text('#include <cstdio>\n#include "sgemm.h"\nint main() { for (const char* n : '
                    'kl::kSgemmAutotunedConfigs) std::printf("%s\\n", n); }\n')
-    header = MATMUL.folder / "sgemm" / "sgemm.h"
+    header = MATMUL.folder / "cuda_sgemm" / "sgemm.h"
     exe = tmp_path / "names"
     build = subprocess.run([nvcc, "-std=c++17", *(f"-I{d}" for d in cuda_build.include_dirs(header)), str(src),
                             "-o", str(exe)], capture_output=True, text=True)

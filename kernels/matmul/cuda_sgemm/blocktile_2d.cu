@@ -3,8 +3,8 @@
 //
 // sgemm_blocktile_2d: BM=BN=128 BK=8, each thread an 8x8 register tile (outer products).
 
+#include "sgemm.h"
 #include "sgemm_common.cuh"
-#include "sgemm_steps.h"
 
 namespace bt2 {
 constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
@@ -72,5 +72,18 @@ int run_sgemm_blocktile_2d(const float* A, const float* B, float* C, int M, int 
   sgemm_blocktile_2d<<<grid, bt2::kThreads, 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
 }
+
+}  // namespace kl
+
+namespace kl {
+namespace {
+
+int blocktile_2d(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
+  return run_sgemm_blocktile_2d(A, B, C, M, N, K, stream);
+}
+
+}  // namespace
+
+KL_STEP(sgemm, blocktile_2d);
 
 }  // namespace kl

@@ -3,8 +3,8 @@
 //
 // sgemm_blocktile_1d: BM=64 BN=64 BK=8, each thread computes TM=8 results of one column.
 
+#include "sgemm.h"
 #include "sgemm_common.cuh"
-#include "sgemm_steps.h"
 
 namespace bt1 {
 constexpr int BM = 64, BN = 64, BK = 8, TM = 8;
@@ -58,5 +58,18 @@ int run_sgemm_blocktile_1d(const float* A, const float* B, float* C, int M, int 
   sgemm_blocktile_1d<<<grid, bt1::kThreads, 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
 }
+
+}  // namespace kl
+
+namespace kl {
+namespace {
+
+int blocktile_1d(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
+  return run_sgemm_blocktile_1d(A, B, C, M, N, K, stream);
+}
+
+}  // namespace
+
+KL_STEP(sgemm, blocktile_1d);
 
 }  // namespace kl

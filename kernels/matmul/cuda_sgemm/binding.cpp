@@ -1,5 +1,5 @@
-// The matmul family's torch ops: checks, device guard, current stream, then the plain-CUDA
-// launcher of sgemm.h.
+// The matmul family's torch ops: checks, device guard, current stream, then the step's launcher,
+// looked up by name in the step table (sgemm.h).
 #include "binding.h"
 #include "sgemm.h"
 
@@ -14,7 +14,7 @@ int sgemm_config(c10::string_view& variant) {
   if (colon == c10::string_view::npos) return -1;
   const c10::string_view name = variant.substr(0, colon), config = variant.substr(colon + 1);
   const std::string full(variant.data(), variant.size());
-  TORCH_CHECK(name == c10::string_view(kl::kSgemmVariants[kl::kSgemmAutotuned]), "kernellab.sgemm: variant '",
+  TORCH_CHECK(name == c10::string_view("autotuned"), "kernellab.sgemm: variant '",
               full, "': only 'autotuned' takes a config ('autotuned:<index or name>')");
   constexpr int n = kl::count_of(kl::kSgemmAutotunedConfigs);
   std::string known;
@@ -41,10 +41,10 @@ void sgemm(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, c10::string_
               dims(c.sizes()));
   c10::string_view name = variant;
   const int config = sgemm_config(name);  // "autotuned:<config>"
-  const int v = variant_index(op, name, kl::kSgemmVariants);
+  const kl::SgemmStep step = find_step(op, kl::sgemm_steps(), name);
   const c10::cuda::CUDAGuard guard(a.device());
   check_status(op, variant,
-               kl::sgemm_launch(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), m, n, k, v, config,
+               kl::sgemm_launch(step, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), m, n, k, config,
                                 stream_of(a)));
 }
 

@@ -5,8 +5,8 @@
 // values of a thread are two float4 reads, float4 C stores. VEC=false (K or N not a multiple of 4,
 // or a pointer not 16-byte aligned) loads and stores scalars instead.
 
+#include "sgemm.h"
 #include "sgemm_common.cuh"
-#include "sgemm_steps.h"
 
 namespace vz {
 constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
@@ -91,5 +91,18 @@ int run_sgemm_vectorized(const float* A, const float* B, float* C, int M, int N,
   }
   return launch_status();
 }
+
+}  // namespace kl
+
+namespace kl {
+namespace {
+
+int vectorized(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
+  return run_sgemm_vectorized(A, B, C, M, N, K, stream);
+}
+
+}  // namespace
+
+KL_STEP(sgemm, vectorized);
 
 }  // namespace kl

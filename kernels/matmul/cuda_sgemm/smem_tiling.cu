@@ -3,8 +3,8 @@
 //
 // sgemm_smem_tiling: 32x32 tiles of A and B staged in shared memory, 1024 threads.
 
+#include "sgemm.h"
 #include "sgemm_common.cuh"
-#include "sgemm_steps.h"
 
 constexpr int kSmemTile = 32;
 
@@ -37,5 +37,18 @@ int run_sgemm_smem_tiling(const float* A, const float* B, float* C, int M, int N
   sgemm_smem_tiling<<<grid, kSmemTile * kSmemTile, 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
 }
+
+}  // namespace kl
+
+namespace kl {
+namespace {
+
+int smem_tiling(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
+  return run_sgemm_smem_tiling(A, B, C, M, N, K, stream);
+}
+
+}  // namespace
+
+KL_STEP(sgemm, smem_tiling);
 
 }  // namespace kl

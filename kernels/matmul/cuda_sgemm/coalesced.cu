@@ -4,8 +4,8 @@
 // sgemm_coalesced: consecutive threads take consecutive columns: B reads and C writes coalesce, A is
 // a broadcast.
 
+#include "sgemm.h"
 #include "sgemm_common.cuh"
-#include "sgemm_steps.h"
 
 constexpr int kCoalesceTile = 32;
 
@@ -28,5 +28,18 @@ int run_sgemm_coalesced(const float* A, const float* B, float* C, int M, int N, 
   sgemm_coalesced<<<grid, kCoalesceTile * kCoalesceTile, 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
 }
+
+}  // namespace kl
+
+namespace kl {
+namespace {
+
+int coalesced(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
+  return run_sgemm_coalesced(A, B, C, M, N, K, stream);
+}
+
+}  // namespace
+
+KL_STEP(sgemm, coalesced);
 
 }  // namespace kl

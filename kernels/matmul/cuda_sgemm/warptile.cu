@@ -7,8 +7,8 @@
 // kill store bank conflicts, 2 blocks per SM. VEC=false (K or N not a multiple of 4, or a pointer
 // not 16-byte aligned) loads and stores scalars instead.
 
+#include "sgemm.h"
 #include "sgemm_common.cuh"
-#include "sgemm_steps.h"
 
 namespace wt {
 constexpr int BM = 128, BN = 128, BK = 8;
@@ -132,5 +132,18 @@ int run_sgemm_warptile(const float* A, const float* B, float* C, int M, int N, i
   }
   return launch_status();
 }
+
+}  // namespace kl
+
+namespace kl {
+namespace {
+
+int warptile(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
+  return run_sgemm_warptile(A, B, C, M, N, K, stream);
+}
+
+}  // namespace
+
+KL_STEP(sgemm, warptile);
 
 }  // namespace kl

@@ -4,8 +4,8 @@
 // sgemm_naive: one thread per C element; consecutive threads walk down a column of C, so their A
 // rows and C writes are strided (uncoalesced).
 
+#include "sgemm.h"
 #include "sgemm_common.cuh"
-#include "sgemm_steps.h"
 
 __global__ void __launch_bounds__(1024)
     sgemm_naive(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
@@ -26,5 +26,18 @@ int run_sgemm_naive(const float* A, const float* B, float* C, int M, int N, int 
   sgemm_naive<<<grid, dim3(32, 32), 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
 }
+
+}  // namespace kl
+
+namespace kl {
+namespace {
+
+int naive(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
+  return run_sgemm_naive(A, B, C, M, N, K, stream);
+}
+
+}  // namespace
+
+KL_STEP(sgemm, naive);
 
 }  // namespace kl

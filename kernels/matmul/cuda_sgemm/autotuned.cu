@@ -28,7 +28,6 @@
 
 #include "sgemm.h"
 #include "sgemm_common.cuh"
-#include "sgemm_steps.h"
 
 namespace kl {
 namespace {
@@ -349,5 +348,18 @@ int run_sgemm_autotuned(const float* A, const float* B, float* C, int M, int N, 
   }
 }
 static_assert(count_of(kSgemmAutotunedConfigs) == 8, "one name per instantiated tile shape");
+
+}  // namespace kl
+
+namespace kl {
+namespace {
+
+int autotuned(const float* A, const float* B, float* C, int M, int N, int K, int config, cudaStream_t stream) {
+  return run_sgemm_autotuned(A, B, C, M, N, K, config, stream);
+}
+
+}  // namespace
+
+KL_STEP(sgemm, autotuned);
 
 }  // namespace kl
