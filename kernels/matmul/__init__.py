@@ -27,33 +27,38 @@ import torch
 from kernellab.engine.runtime import element_size
 from kernellab.kit import Family, Impl, compiled, cuda_op, randn, returns_new
 
-# The Triton side, re-exported: matmul_relu imports launch_matmul, make_compile_specs and
-# matmul_kernel from here, and the tests reach the rest as attributes of this module.
-from .triton_matmul import (  # noqa: F401
-    B_LAYOUTS,
+from .configs import (  # noqa: F401
     GROUP_M,
     META_DEFAULTS,
     SKINNY_M,
     VARIANTS,
     _tile_of,
-    b_kmajor,
-    compile_specs,
     config_kind,
     config_of,
+    prune_configs,
+    triton_configs,
+    uses_tma,
+    variant_of,
+)
+
+# The Triton side, re-exported: matmul_relu imports launch_matmul, make_compile_specs and
+# matmul_kernel from here, and the tests reach the rest as attributes of this module.
+from .launch import (  # noqa: F401
+    B_LAYOUTS,
+    b_kmajor,
+    compile_specs,
     configs_for,
     input_precision,
     kmajor_copy,
     launch_matmul,
     make_compile_specs,
     matmul_grid,
-    matmul_kernel,
     matmul_triton,
-    prune_configs,
     split_k_buffers,
     tma_ok,
-    triton_configs,
-    uses_tma,
-    variant_of,
+)
+from .triton_matmul import (  # noqa: F401
+    matmul_kernel,
 )
 
 
