@@ -6,19 +6,6 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
-
-
-def _readme_test_command() -> str:
-    block = README.split("# 2. install, then run the tests", 1)[1]
-    return block.strip().splitlines()[0].strip()
-
-
-def test_ci_runs_the_readme_test_command():
-    command = _readme_test_command()
-    assert "pytest" in command
-    ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert command in [line.strip() for line in ci]
 
 
 def test_the_docs_document_every_summary_column():
