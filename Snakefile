@@ -48,6 +48,7 @@ rule all:
 
 onstart:
     take_run_lock()  # first: one run at a time in a staging folder (common.smk)
+    job_environment()  # what the jobs inherit: the command line, the bytecode cache
     from kernellab.workflow.pipeline import write_run_plan
 
     # each family's work, for the measure jobs' estimate of the run's time left

@@ -172,21 +172,16 @@ def test_a_worker_reports_each_record_as_it_arrives():
     assert problem == "" and [r for r in seen if r is not None] == records == [{"a": 1}, {"a": 2}]
 
 
-def test_a_stamp_changes_only_with_its_files(tmp_path):
-    import os as _os
-
+def test_a_code_digest_changes_only_with_its_files(tmp_path):
     from kernellab.workflow import manifest
 
-    a = tmp_path / "a.py"
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
     a.write_text("x = 1\n")
-    stamp = tmp_path / "code" / "k.sha256"
-    manifest.stamp(stamp, [a])
-    _os.utime(stamp, (1, 1))
-    manifest.stamp(stamp, [a])
-    assert stamp.stat().st_mtime == 1  # unchanged files: the stamp is not touched, nothing reruns
+    b.write_text("y = 1\n")
+    first = manifest.digest([a, b])
+    assert manifest.digest([b, a]) == first  # the order of the list does not matter
     a.write_text("x = 2\n")
-    manifest.stamp(stamp, [a])
-    assert stamp.stat().st_mtime > 1
+    assert manifest.digest([a, b]) != first
 
 
 def test_run_summary_counts_absences_apart_from_failures(tmp_path):

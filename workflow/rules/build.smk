@@ -15,14 +15,13 @@ rule survey:
 # each family's CUDA is a library of its own: a change to one family's sources rebuilds it and
 # reruns its jobs, and adding a family builds only it
 rule build_cuda:
-    input:
-        sources=cuda_sources,
     output:
         json=stage("build/{kernel}/build.json"),
         resources=stage("build/{kernel}/resources.csv"),
     log:
         stage("logs/build_cuda/{kernel}.log"),
     params:
+        sources=cuda_sources,
         folder=lambda wildcards: str(FAMILY_DIRS[wildcards.kernel]),
     script:
         "../scripts/build_cuda.py"

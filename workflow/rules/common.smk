@@ -53,15 +53,6 @@ except (ConfigError, registry.FamilyError) as exc:
 SETS = set_names(config["hardware"], config["label"]) or {
     hardware_slug() + (f"-{config['label']}" if config["label"] else ""): None
 }
-# the command line of this run, for environment.json (a job's own argv is its script)
-os.environ.setdefault("KERNELLAB_COMMAND", " ".join(["snakemake"] + sys.argv[1:]))
-# the bytecode of the modules the jobs import (read-only site-packages would make every job
-# and worker compile torch._dynamo and _inductor's modules again): beside the staging sets,
-# never in a source tree, so it is written even where the environment says not to
-os.environ.setdefault(
-    "PYTHONPYCACHEPREFIX", str(Path(config["staging"], ".pycache").resolve())
-)
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 KERNELS = sorted(config["kernels"])
 LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
 # the families Nsight Compute profiles: their ladders' steps and their ncu_cases
@@ -119,7 +110,6 @@ wildcard_constraints:
     set="|".join(re.escape(name) for name in SETS),
 
 
-CODE_DIR = Path(config["staging"], ".code")
 SCRIPTS = ROOT / "workflow" / "scripts"
 
 
@@ -134,37 +124,35 @@ def job_code(script, kernels):
     return files + reachable(roots)
 
 
-# the code of each family's jobs of each rule, as one stamp file each
+# the code of each family's jobs of each rule, as one digest each: a job's param, so that a
+# change to the code it runs reruns it (Snakemake's params trigger) and parsing writes nothing
 KERNEL_CODE = {
-    (rule, k): manifest.stamp(
-        CODE_DIR / f"{rule}-{k}.sha256", job_code(f"{rule}.py", [k])
-    )
+    (rule, k): manifest.digest(job_code(f"{rule}.py", [k]))
     for rule in ("measure", "profile", "ptx")
     for k in KERNELS
 }
 
 
 def kernel_code(rule):
-    """The input function of ``rule``'s stamp: a change to the code its job runs reruns it."""
+    """The param function of ``rule``'s code digest: a change to the code its job runs reruns it."""
     return lambda wildcards: KERNEL_CODE[rule, wildcards.kernel]
 
 
 # the code of ncu's one job for every family it profiles
-NCU_CODE = manifest.stamp(CODE_DIR / "ncu.sha256", job_code("ncu.py", NCU_KERNELS))
+NCU_CODE = manifest.digest(job_code("ncu.py", NCU_KERNELS))
 # what a family's library is built from: its folder's CUDA, the shared headers, setup.py
 CUDA_SOURCES = {
-    k: manifest.stamp(
-        CODE_DIR / f"cuda-{k}.sha256",
+    k: manifest.digest(
         [f for f in folder_files(FAMILY_DIRS[k]) if Path(f).suffix in CUDA_SUFFIXES]
         + folder_files(ROOT / "kernels" / "common")
-        + [str(ROOT / "kernels" / "setup.py")],
+        + [str(ROOT / "kernels" / "setup.py")]
     )
     for k in CUDA_KERNELS
 }
 
 
 def cuda_sources(wildcards):
-    """The stamp of a family's CUDA sources: a change to them rebuilds its library only."""
+    """The digest of a family's CUDA sources: a change to them rebuilds its library only."""
     return CUDA_SOURCES[wildcards.kernel]
 
 
@@ -250,6 +238,20 @@ def job_env(wildcards):
         "slots": GPU_SLOTS,
         "expect_set": wildcards.set if config["hardware"] else "",
     }
+
+
+def job_environment():
+    """What the run's jobs inherit, set when the run starts (onstart), not when the workflow is
+    parsed: the command line of this run, for environment.json (a job's own argv is its script),
+    and the bytecode cache of the modules the jobs import (read-only site-packages would make
+    every job and worker compile torch._dynamo and _inductor's modules again), beside the
+    staging sets, never in a source tree, so it is written even where the environment says not to.
+    """
+    os.environ.setdefault("KERNELLAB_COMMAND", " ".join(["snakemake"] + sys.argv[1:]))
+    os.environ.setdefault(
+        "PYTHONPYCACHEPREFIX", str(Path(config["staging"], ".pycache").resolve())
+    )
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def take_run_lock():

@@ -2,7 +2,6 @@
 # compiles only it (a process's start-up, CUPTI's on a GPU, is paid once per family)
 rule profile:
     input:
-        code=kernel_code("profile"),
         build=family_build,
         # after the measure job: Triton kernels run the configs they tuned
         tuned=stage("autotune/{kernel}.csv"),
@@ -20,6 +19,7 @@ rule profile:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
+        code=kernel_code("profile"),
         kernels=lambda wildcards: [wildcards.kernel],
         config=kernel_job_config(),
         env=job_env,
@@ -29,7 +29,6 @@ rule profile:
 
 rule ptx:
     input:
-        code=kernel_code("ptx"),
         # CUDA kernels: the PTX and cubins of build_cuda's resource report, not a second compile
         build=family_build,
     output:
@@ -37,6 +36,7 @@ rule ptx:
     log:
         stage("logs/ptx/{kernel}.log"),
     params:
+        code=kernel_code("ptx"),
         kernels=lambda wildcards: [wildcards.kernel],
         config=kernel_job_config("ptx"),
         env=job_env,
@@ -46,7 +46,6 @@ rule ptx:
 
 rule ncu:
     input:
-        code=NCU_CODE,
         build=cuda_builds(NCU_KERNELS),
         # after the measure jobs: Triton kernels run the configs they tuned
         tuned=per_kernel("autotune/{kernel}.csv", NCU_KERNELS),
@@ -60,6 +59,7 @@ rule ncu:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
+        code=NCU_CODE,
         kernels=NCU_KERNELS,
         config=job_config(NCU_KERNELS, ["ncu"]),
         env=job_env,

@@ -1,6 +1,5 @@
 rule measure:
     input:
-        code=kernel_code("measure"),
         build=family_build,
         survey=rules.survey.output.json,
     output:
@@ -24,6 +23,7 @@ rule measure:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
+        code=kernel_code("measure"),
         config=kernel_job_config("compile_ahead"),
         env=job_env,
     script:
