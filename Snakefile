@@ -23,7 +23,7 @@ include: "workflow/rules/common.smk"
 
 
 # the profile's quiet is for a real run's terminal: a dry run and the log file keep the detail
-from kernellab.workflow.progress import keep_snakemake_detail
+from kernellab.engine.progress import keep_snakemake_detail
 
 keep_snakemake_detail(logger, workflow.output_settings)
 

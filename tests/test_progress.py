@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernellab.workflow.progress import Estimator, ImplWork, Progress
+from kernellab.engine.progress import Estimator, ImplWork, Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = sorted((ROOT / "tests" / "fixtures" / "progress").glob("*.json"))

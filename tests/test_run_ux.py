@@ -202,7 +202,7 @@ def test_ctrl_c_in_a_running_script_exits_130_with_one_line(tmp_path):
     import time
 
     # inside the job, fds 1 and 2 are its log: the terminal is progress.terminal()
-    code = ("import sys, time\nfrom kernellab.workflow import pipeline, progress\n"
+    code = ("import sys, time\nfrom kernellab.engine import progress\nfrom kernellab.workflow import pipeline\n"
             f"with pipeline.logged({str(tmp_path / 'job.log')!r}):\n"
             "    print('ready', file=progress.terminal(), flush=True)\n    time.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)

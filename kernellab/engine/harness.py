@@ -22,10 +22,10 @@ from typing import Iterator
 
 from kernellab.engine import isolate, runtime
 from kernellab.engine.cases import Case, KernelPlan, shape_str
+from kernellab.engine.progress import ImplWork, Progress
 from kernellab.engine.registry import Family, Impl
 from kernellab.engine.timing import TimingConfig, measure
 from kernellab.errors import Unavailable
-from kernellab.workflow.progress import ImplWork, Progress
 
 log = logging.getLogger("kernellab")
 CHECK_COLUMNS = ["kernel", "impl", "impl_key", "step", "backend", "shape", "dtype", "params", "seed",

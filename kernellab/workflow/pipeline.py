@@ -78,7 +78,7 @@ def _to_log(log_path: str | None):
         yield
         return
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    from kernellab.workflow import progress
+    from kernellab.engine import progress
 
     with open(log_path, "w") as fh:
         old_out, old_err = sys.stdout, sys.stderr
@@ -137,11 +137,10 @@ def run_plan_path(set_dir: str | Path) -> Path:
 
 
 def write_run_plan(config: dict, staging: str, sets) -> None:
-    """Each family's measure work (``kernellab.workflow.progress.ImplWork`` units) for every set of the
+    """Each family's measure work (``kernellab.engine.progress.ImplWork`` units) for every set of the
     run: the measure jobs turn it into an estimate of the run's time left."""
-    from kernellab.engine import registry
+    from kernellab.engine import progress, registry
     from kernellab.engine.harness import impl_works
-    from kernellab.workflow import progress
 
     device = "cuda" if target_of(config) == "gpu" else "cpu"
     seeds = list((config.get("check") or {}).get("seeds") or [])
@@ -178,8 +177,7 @@ def build_cuda(out_json: str, resources_csv: str, folder: str) -> dict:
     not compile is named, and its CUDA implementations say so (no library is built)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kernellab.engine import cuda_build
-    from kernellab.workflow import progress
+    from kernellab.engine import cuda_build, progress
 
     out_dir = Path(out_json).parent
     family = Path(folder).name
@@ -220,9 +218,9 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
             samples_json: str, autotune_csv: str) -> None:
     """Autotuning, correctness checks and benchmarks of one family: each implementation
     is tuned (Triton), checked and benchmarked in one worker, so each compile happens once."""
+    from kernellab.engine import progress
     from kernellab.engine.harness import CHECK_COLUMNS, measure_family
     from kernellab.engine.timing import TimingConfig
-    from kernellab.workflow import progress
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
