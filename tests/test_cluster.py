@@ -43,6 +43,7 @@ def test_slurm_preflight_messages():
     cluster.check_slurm(["cpu-x86_64"], which=found, sinfo=lambda: [])
 
 
+@pytest.mark.slow  # torch.compile's Inductor, or Snakemake, end to end: CI's second stage
 def test_one_command_plans_a_set_per_model(tmp_path):
     """Each listed model is its own set: its own survey and measure jobs, asking for its model."""
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "config/test.yaml",

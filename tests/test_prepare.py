@@ -175,6 +175,7 @@ print(json.dumps({"untouched": untouched, "hits": counters["inductor"]["fxgraph_
 """
 
 
+@pytest.mark.slow  # torch.compile's Inductor, or Snakemake, end to end: CI's second stage
 def test_lowering_ahead_fills_the_cache_the_real_call_then_reads(tmp_path):
     """``compile_only`` runs Inductor, not the graph: the output is left alone, and the real
     call afterwards (a fresh Dynamo) finds the compiled graph in Inductor's cache."""

@@ -26,6 +26,7 @@ def _dirs(tmp: Path) -> list[str]:
     return ["--config", f"staging={tmp / 'staging'}", f"results={tmp / 'results'}"]
 
 
+@pytest.mark.slow  # torch.compile's Inductor, or Snakemake, end to end: CI's second stage
 def test_dry_run_of_the_default_config_lists_every_rule(tmp_path):
     proc = _snakemake("-n", "--cores", "1", *_dirs(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]

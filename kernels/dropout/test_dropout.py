@@ -59,6 +59,7 @@ print(json.dumps({"untouched": untouched, "hits": counters["inductor"]["fxgraph_
 """
 
 
+@pytest.mark.slow  # torch.compile's Inductor, or Snakemake, end to end: CI's second stage
 def test_compiled_lowers_ahead_the_graph_its_seeded_call_reads(tmp_path):
     """Compiling ahead (``kit.compile_only``) lowers the graph of the seeded call without
     running it; the call afterwards (Dynamo reset) finds it in Inductor's cache and its
