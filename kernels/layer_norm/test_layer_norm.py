@@ -140,7 +140,7 @@ def test_looped_path_in_chunks(even, large_mean):
 @pytest.mark.parametrize("even", [True, False])
 @pytest.mark.parametrize("rows_per_program", [1, 2, 4])
 @pytest.mark.parametrize("kernel_meta", [None, {}, {"ONE_MERGE": True}, {"ONE_MERGE": True, "KNOWN_TRIP": True}],
-                         ids=["shifted", "group_shift", "one_merge", "known_trip"])
+                         ids=["loop", "group", "group_one_merge", "group_known_trip"])
 def test_loop_kernels_rows_and_chunks(kernel_meta, rows_per_program, even, data):
     """The triton_loop kernels over several chunks (the last one partial unless EVEN) and over
     a row count that leaves the last program's tile part empty. With mean / std = 15000 the
@@ -148,7 +148,7 @@ def test_loop_kernels_rows_and_chunks(kernel_meta, rows_per_program, even, data)
     (test_large_mean), and so they do when a row's first value, a shift, lies 500 std out."""
     from kernellab.kit.triton import launch
 
-    from . import layer_norm_group_kernel, layer_norm_loop_kernel
+    from .loop import layer_norm_group_kernel, layer_norm_loop_kernel
 
     rows, cols = 5, 64 if even else 61
     x, w, b = fam.make_inputs((rows, cols), "fp32", DEVICE, 9)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kernellab.kit import step
 
-from .. import KNOWN_TRIP_SHAPES, layer_norm_group_kernel, layer_norm_loop, loop_specs, loop_tuned
+from ..loop import KNOWN_TRIP_SHAPES, layer_norm_group_kernel, layer_norm_loop, loop_specs, loop_tuned
 
 layer_norm_known_trip = loop_tuned(layer_norm_group_kernel, (1,), KNOWN_TRIP_SHAPES, (False, True))
 _run = layer_norm_loop(layer_norm_known_trip, True, ONE_MERGE=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kernellab.kit import step
 
-from .. import layer_norm_group_kernel, layer_norm_loop, loop_specs, loop_tuned
+from ..loop import layer_norm_group_kernel, layer_norm_loop, loop_specs, loop_tuned
 
 layer_norm_one_merge = loop_tuned(layer_norm_group_kernel, (1,))
 _run = layer_norm_loop(layer_norm_one_merge, True, ONE_MERGE=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kernellab.kit import step
 
-from .. import layer_norm_loop, layer_norm_loop_kernel, loop_specs, loop_tuned
+from ..loop import layer_norm_loop, layer_norm_loop_kernel, loop_specs, loop_tuned
 
 layer_norm_shared_params = loop_tuned(layer_norm_loop_kernel, (2, 4))
 _run = layer_norm_loop(layer_norm_shared_params, False)

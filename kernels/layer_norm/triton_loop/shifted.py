@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernellab.kit import step
 
-from .. import layer_norm_loop, layer_norm_loop_kernel, loop_specs, loop_tuned
+from ..loop import layer_norm_loop, layer_norm_loop_kernel, loop_specs, loop_tuned
 
 layer_norm_shifted = loop_tuned(layer_norm_loop_kernel, (1,))
 _run = layer_norm_loop(layer_norm_shifted, False)
