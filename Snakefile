@@ -28,7 +28,7 @@ from kernellab.engine.progress import keep_snakemake_detail
 keep_snakemake_detail(logger, workflow.output_settings)
 
 
-container: config["container"]
+container: RUN_CONFIG["container"]
 
 
 report: "report/workflow.rst"
@@ -48,11 +48,11 @@ rule all:
 
 onstart:
     take_run_lock()  # first: one run at a time in a staging folder (common.smk)
-    job_environment()  # what the jobs inherit: the command line, the bytecode cache
+    run_command_for_cluster_jobs()  # the command line, for a job on a cluster node (common.smk)
     from kernellab.workflow.pipeline import write_run_plan
 
     # each family's work, for the measure jobs' estimate of the run's time left
-    write_run_plan(config, config["staging"], SETS)
+    write_run_plan(RUN_CONFIG, RUN_CONFIG["staging"], SETS)
 
 
 onerror:
@@ -67,6 +67,6 @@ onsuccess:
 
     # after publishing: a case that failed or raised, or a family skipped at load, ends the run
     # with exit status 1 (Snakemake's CLI lets SystemExit through, its locks released)
-    status = finish(config["results"], SETS, registry.load_errors())
+    status = finish(RUN_CONFIG["results"], SETS, registry.load_errors())
     if status:
         sys.exit(status)

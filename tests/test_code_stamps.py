@@ -2,6 +2,8 @@
 kernellab modules its script and that folder import (kernellab.workflow.imports), not the whole package.
 Editing the report reruns no measurement; editing the timer reruns every one."""
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -68,6 +70,20 @@ def test_the_aggregate_and_report_jobs_do_reach_their_code():
 TREE = ("Snakefile", "workflow", "kernellab", "kernels", "config", "profiles", "report")
 
 
+def _copy_tree(tmp_path: Path) -> Path:
+    """A copy of the project under ``tmp_path``/tree: edits to it touch no one else."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in TREE:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, tree / name)
+    (tree / "reference").symlink_to(ROOT / "reference")
+    return tree
+
+
 def _run(tree: Path, tmp: Path, *args) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/test.yaml", *args,
            "--config", f"staging={tmp / 'staging'}", f"results={tmp / 'results'}"]
@@ -85,29 +101,64 @@ def done_tree(tmp_path):
     """A copy of the project whose tiny run (config/test.yaml) has run: its outputs and Snakemake's
     record of each job's params, which holds the job's code digest. Edits to the copy touch no
     one else."""
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    for name in TREE:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, tree / name)
-    (tree / "reference").symlink_to(ROOT / "reference")
+    tree = _copy_tree(tmp_path)
     run = _run(tree, tmp_path)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     return tree, tmp_path
 
 
-def test_parsing_the_workflow_writes_nothing(tmp_path):
-    """A dry run validates the config and names the jobs: no staging or results folder appears,
-    no file is written (the code digests are params, not stamp files)."""
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "config/test.yaml",
-                           "--config", f"staging={tmp_path / 'staging'}", f"results={tmp_path / 'results'}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+# a Snakefile that parses the project's and records what the parse did to the environment and
+# the config (written after the parse, outside the staging and results folders)
+PROBE = """import json, os
+_env, _config = dict(os.environ), json.loads(json.dumps(config))
+include: "Snakefile"
+with open(os.environ["PROBE_OUT"], "w") as _fh:
+    json.dump({"env": [_env, dict(os.environ)], "config": [_config, config]}, _fh)
+"""
+
+
+def _files(tree: Path) -> set[str]:
+    return {p.relative_to(tree).as_posix() for p in tree.rglob("*")
+            if not {".snakemake", "__pycache__"} & set(p.relative_to(tree).parts)}
+
+
+def test_parsing_the_workflow_writes_nothing_and_leaves_environment_and_config_alone(tmp_path):
+    """A dry run validates the config and names the jobs: no staging or results folder appears
+    and the tree gains no file (the code digests are params, not stamp files; Snakemake's own
+    .snakemake and Python's bytecode aside). The parse leaves os.environ as it found it but for
+    PYTHONPATH (and the engine's runtime.setup), and the config but for the schema's defaults
+    (the run's narrowed config is a name of its own, RUN_CONFIG)."""
+    from kernellab.workflow import config as kl_config
+
+    tree = _copy_tree(tmp_path)
+    (tree / "probe.smk").write_text(PROBE)
+    before = _files(tree)
+    out = tmp_path / "probe.json"
+    env = {**os.environ, "PROBE_OUT": str(out), "KERNELLAB_PROBE": "kept"}
+    # what this test process set up (conftest's runtime.setup) or a run sets: the parse must not
+    for name in ("KERNELLAB_COMMAND", "PYTHONPYCACHEPREFIX", "PYTORCH_NVML_BASED_CUDA_CHECK", "TRITON_INTERPRET",
+                 "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_AUTOTUNING"):
+        env.pop(name, None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-s", "probe.smk", "--cores", "1",
+                           "--configfile", "config/test.yaml", "--config", f"staging={tmp_path / 'staging'}",
+                           f"results={tmp_path / 'results'}", "only=[gelu]", "--", "all"],
+                          cwd=tree, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "measure" in proc.stdout
-    assert list(tmp_path.iterdir()) == []
+    assert not (tmp_path / "staging").exists() and not (tmp_path / "results").exists()
+    assert _files(tree) == before
+    probe = json.loads(out.read_text())
+    env_before, env_after = probe["env"]
+    changed = {k for k in env_before.keys() | env_after.keys() if env_before.get(k) != env_after.get(k)}
+    # besides PYTHONPATH, only what loading the families needs in this process: runtime.setup's
+    # Triton mode (before Triton is imported) and has_gpu's NVML check; every job sets the same itself
+    assert changed <= {"PYTHONPATH", "TRITON_INTERPRET", "PYTORCH_NVML_BASED_CUDA_CHECK"}, changed
+    assert env_after["PYTHONPATH"].split(os.pathsep)[0] == str(tree)
+    # `only` narrowed the run, not the config: validation's defaults are all the parse added
+    config_before, config_after = probe["config"]
+    assert config_after == json.loads(json.dumps(kl_config.validate_schema(config_before)))
+    assert set(config_after["kernels"]) == {"gelu", "vector_add"} and config_after["label"] == ""
 
 
 @pytest.mark.slow

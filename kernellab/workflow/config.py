@@ -134,6 +134,24 @@ def narrow(config: dict, configfiles=()) -> dict:
     return config
 
 
+def for_run(config: dict, configfiles=(), cwd: str | Path = ".") -> tuple[dict, dict[str, str]]:
+    """The config this run works from, derived from ``config`` (validated) and leaving it as it
+    is: ``only`` applied and the set named (``narrow``), the kernel folders as absolute paths
+    (every job imports the same families wherever it runs), and the families that fail to load
+    left out. Returns it and ``{family: why}`` of those left out (the workflow warns of each, and
+    the run ends with exit status 1: ``registry.load_errors``)."""
+    import copy
+
+    from kernellab.engine import registry
+
+    run = narrow(copy.deepcopy(config), configfiles)
+    run["kernel_dirs"] = [str(d) for d in registry.kernel_dirs(run["kernel_dirs"], cwd)]
+    skipped = registry.load(run["kernel_dirs"])
+    for name in skipped:
+        run["kernels"].pop(name, None)
+    return run, skipped
+
+
 def _label(text: str) -> str:
     """``text`` as a set label ([a-z0-9-]), at most LABEL_MAX characters (a hash ends a longer one)."""
     import hashlib

@@ -24,10 +24,25 @@ ROOT = Path(__file__).resolve().parents[2]
 INTERRUPTED = "interrupted: rerun the same command to resume"
 
 
+def use_bytecode_cache(prefix: str) -> None:
+    """Python's bytecode of what this job imports from here on, and of every worker it starts,
+    under ``prefix`` (the workflow's: beside the staging sets, never in a source tree; one the
+    user set wins): read-only site-packages would make every job and worker compile the modules
+    of torch._dynamo and _inductor again. Written even where the environment says to write no
+    bytecode, which is about source trees. Set by the job itself, not inherited from the run."""
+    if not prefix:
+        return
+    sys.pycache_prefix = os.environ.setdefault("PYTHONPYCACHEPREFIX", prefix)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+
+
 @contextlib.contextmanager
-def logged(log_path: str | None):
+def logged(log_path: str | None, bytecode: str = ""):
     """Send stdout, stderr and logging of a rule to its log file; Ctrl-C ends the job with one
-    line instead of a traceback (what it finished is kept, a rerun resumes)."""
+    line instead of a traceback (what it finished is kept, a rerun resumes). ``bytecode``: the
+    run's bytecode cache (use_bytecode_cache)."""
+    use_bytecode_cache(bytecode)
     try:
         with _to_log(log_path):
             yield
@@ -51,11 +66,13 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def job(log_path: str | None, cache: str = "", slots: str = "", expect_set: str = "", gpu: int = 0):
-    """What a job sets up before its work: its log, the set's compile cache, a GPU of its own on
-    a multi-GPU host (``slots``: the lock folder), and, where the run names its GPU models, a
-    check that the GPU this job landed on is the one its result set is for."""
-    with logged(log_path):
+def job(log_path: str | None, cache: str = "", slots: str = "", expect_set: str = "", gpu: int = 0,
+        bytecode: str = ""):
+    """What a job sets up before its work: its log and bytecode cache (``logged``), the set's
+    compile cache, a GPU of its own on a multi-GPU host (``slots``: the lock folder), and, where
+    the run names its GPU models, a check that the GPU this job landed on is the one its result
+    set is for."""
+    with logged(log_path, bytecode):
         if cache:
             runtime.use_run_cache(cache)
         if gpu and slots:

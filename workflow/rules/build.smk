@@ -7,6 +7,7 @@ rule survey:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
+        bytecode=bytecode_cache,
         env=job_env,
     script:
         "../scripts/survey.py"
@@ -21,6 +22,7 @@ rule build_cuda:
     log:
         stage("logs/build_cuda/{kernel}.log"),
     params:
+        bytecode=bytecode_cache,
         sources=cuda_sources,
         folder=lambda wildcards: str(FAMILY_DIRS[wildcards.kernel]),
     script:
@@ -38,5 +40,7 @@ rule cuda_resources:
         ),
     log:
         stage("logs/cuda_resources.log"),
+    params:
+        bytecode=bytecode_cache,
     script:
         "../scripts/cuda_resources.py"

@@ -5,8 +5,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(workflow.basedir).resolve()
-# each rule's script runs in its own Python process; let it import the kernellab package.
-# (it is set here, not required from the caller: no envvars directive)
+# Parsing validates the config and names the jobs: it writes no file and leaves the config and
+# the environment as it found them, but for this one variable: each rule's script runs in a
+# Python process of its own, which must import the kernellab package (set here, not required
+# from the caller: no envvars directive)
 os.environ.update(
     PYTHONPATH=os.pathsep.join(
         [str(ROOT)]
@@ -25,39 +27,44 @@ from kernellab.engine.survey import hardware_slug  # noqa: E402
 
 try:
     kl_config.validate_schema(config)  # defaults filled in; a bad key named in one line
-    # `only` applied; a run of fewer families than the default config's gets a set of its own
-    kl_config.narrow(config, workflow.overwrite_configfiles)
-    # the kernel folders as absolute paths, so every job imports the same families
-    config["kernel_dirs"] = [
-        str(d) for d in registry.kernel_dirs(config["kernel_dirs"], os.getcwd())
-    ]
-    for _name, _why in registry.load(config["kernel_dirs"]).items():
+    # what the rules read from here on, never `config`: `only` applied (a run of fewer families
+    # than the default config's gets a set of its own), the kernel folders as absolute paths,
+    # the families that fail to load left out (each one warned of here; the run then exits 1).
+    # A cluster job parses the workflow again from the same config files and --config, and so
+    # derives the same RUN_CONFIG
+    RUN_CONFIG, _skipped = kl_config.for_run(
+        config, workflow.overwrite_configfiles, os.getcwd()
+    )
+    for _name, _why in _skipped.items():
         logger.warning(f"kernel family {_name!r} skipped: {_why}")
-        config["kernels"].pop(_name, None)
-    kl_config.check(config)
-    kl_config.check_compare(config)
+    kl_config.check(RUN_CONFIG)
+    kl_config.check_compare(RUN_CONFIG)
     if getattr(workflow.executor_plugin, "name", "") == "slurm":
         from kernellab.workflow.cluster import check_slurm
 
-        check_slurm(config["hardware"])
-    elif workflow.local_exec and not workflow.remote_exec and not config["hardware"]:
+        check_slurm(RUN_CONFIG["hardware"])
+    elif (
+        workflow.local_exec and not workflow.remote_exec and not RUN_CONFIG["hardware"]
+    ):
         from kernellab.engine.runtime import has_gpu
 
-        kl_config.check_target(config["target"], has_gpu())
+        kl_config.check_target(RUN_CONFIG["target"], has_gpu())
 except (ConfigError, registry.FamilyError) as exc:
     raise WorkflowError(f"Invalid configuration: {exc}") from None
 
 # The result sets of this run: one per GPU model listed in `hardware` (on a cluster, each
 # measured on a node of that model), else this machine's. A set is the {set} wildcard of every
 # path, so one command measures every model; its GPU jobs check the model they land on.
-SETS = set_names(config["hardware"], config["label"]) or {
-    hardware_slug() + (f"-{config['label']}" if config["label"] else ""): None
+SETS = set_names(RUN_CONFIG["hardware"], RUN_CONFIG["label"]) or {
+    hardware_slug() + (f"-{RUN_CONFIG['label']}" if RUN_CONFIG["label"] else ""): None
 }
-KERNELS = sorted(config["kernels"])
+KERNELS = sorted(RUN_CONFIG["kernels"])
 LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
 # the families Nsight Compute profiles: their ladders' steps and their ncu_cases
 NCU_KERNELS = [
-    k for k in KERNELS if k in LADDER_KERNELS or config["kernels"][k].get("ncu_cases")
+    k
+    for k in KERNELS
+    if k in LADDER_KERNELS or RUN_CONFIG["kernels"][k].get("ncu_cases")
 ]
 
 
@@ -67,12 +74,15 @@ def compared_sets(wildcards):
     from kernellab.workflow.reference import of_kind
 
     # the project's folder, wherever the run's working directory is
-    refs = config["compare"]["references"] and ROOT / config["compare"]["references"]
+    refs = (
+        RUN_CONFIG["compare"]["references"]
+        and ROOT / RUN_CONFIG["compare"]["references"]
+    )
     return {
         "references": [str(p) for p in of_kind(wildcards.set, refs)] if refs else [],
         "others": [
-            f"{config['results']}/{name}"
-            for name in config["compare"]["with"]
+            f"{RUN_CONFIG['results']}/{name}"
+            for name in RUN_CONFIG["compare"]["with"]
             if name != wildcards.set
         ],
     }
@@ -160,7 +170,9 @@ def family_build(wildcards):
     """A family's build.json ([] for a family without CUDA: nothing to build or wait for)."""
     if wildcards.kernel not in CUDA_SOURCES:
         return []
-    return f"{config['staging']}/{wildcards.set}/build/{wildcards.kernel}/build.json"
+    return (
+        f"{RUN_CONFIG['staging']}/{wildcards.set}/build/{wildcards.kernel}/build.json"
+    )
 
 
 def cuda_builds(kernels):
@@ -188,12 +200,12 @@ def sorted_keys(value):
 def job_config(kernels, extra=()):
     return sorted_keys(
         {
-            "kernels": {k: config["kernels"][k] for k in kernels},
+            "kernels": {k: RUN_CONFIG["kernels"][k] for k in kernels},
             # the kernel folders up to the job's families': adding one after them reruns nothing
             "kernel_dirs": kl_config.job_kernel_dirs(
-                config["kernel_dirs"], [FAMILY_DIRS[k] for k in kernels]
+                RUN_CONFIG["kernel_dirs"], [FAMILY_DIRS[k] for k in kernels]
             ),
-            **{k: config[k] for k in RUN_KEYS + tuple(extra)},
+            **{k: RUN_CONFIG[k] for k in RUN_KEYS + tuple(extra)},
         }
     )
 
@@ -204,7 +216,7 @@ def kernel_job_config(*extra):
 
 
 def stage(path):
-    return f"{config['staging']}/{{set}}/{path}"
+    return f"{RUN_CONFIG['staging']}/{{set}}/{path}"
 
 
 def per_kernel(pattern, kernels=None):
@@ -218,7 +230,7 @@ def per_kernel(pattern, kernels=None):
 def run_cache(wildcards):
     """Compiled kernels, autotune choices and Inductor graphs shared by the jobs of one set
     (never between sets: Triton keys its cache by architecture, not by device)."""
-    return str(Path(config["staging"], f"{wildcards.set}.cache").resolve())
+    return str(Path(RUN_CONFIG["staging"], f"{wildcards.set}.cache").resolve())
 
 
 def gpu_model(wildcards):
@@ -227,8 +239,8 @@ def gpu_model(wildcards):
 
 
 # a GPU job's resources: one GPU (none on a CPU-only run) of its set's model
-GPU = 0 if config["target"] == "cpu" else 1
-GPU_SLOTS = str(Path(config["staging"], ".gpu-slots").resolve())
+GPU = 0 if RUN_CONFIG["target"] == "cpu" else 1
+GPU_SLOTS = str(Path(RUN_CONFIG["staging"], ".gpu-slots").resolve())
 
 
 def job_env(wildcards):
@@ -236,22 +248,45 @@ def job_env(wildcards):
     return {
         "cache": run_cache(wildcards),
         "slots": GPU_SLOTS,
-        "expect_set": wildcards.set if config["hardware"] else "",
+        "expect_set": wildcards.set if RUN_CONFIG["hardware"] else "",
     }
 
 
-def job_environment():
-    """What the run's jobs inherit, set when the run starts (onstart), not when the workflow is
-    parsed: the command line of this run, for environment.json (a job's own argv is its script),
-    and the bytecode cache of the modules the jobs import (read-only site-packages would make
-    every job and worker compile torch._dynamo and _inductor's modules again), beside the
-    staging sets, never in a source tree, so it is written even where the environment says not to.
+# the command line of this run, for environment.json (a job's own argv is its script). A job
+# that runs on a cluster node parses the workflow again with argv of its own: it takes the
+# command from the environment the run's process gave it (run_command_for_cluster_jobs)
+RUN_COMMAND = os.environ.get("KERNELLAB_COMMAND") or " ".join(
+    ["snakemake"] + sys.argv[1:]
+)
+
+
+def run_command(wildcards, output):
+    """The aggregate job's param of RUN_COMMAND. A function of the output, so Snakemake counts it
+    as derived and leaves it out of its params trigger: a record of the command, not a reason to
+    rerun (the same run with other --cores redoes nothing)."""
+    return RUN_COMMAND
+
+
+def run_command_for_cluster_jobs():
+    """The one variable the run's process sets (in onstart, when a real run starts, never while
+    parsing): a cluster job is a process of its own that parses the workflow again with argv of
+    its own, and the environment its submitter exports is the one way the run's command reaches
+    it (its config comes from the same files and --config; its params are its own)."""
+    os.environ.setdefault("KERNELLAB_COMMAND", RUN_COMMAND)
+
+
+# the bytecode of the modules the jobs import (read-only site-packages would make every job and
+# worker compile torch._dynamo and _inductor's modules again): beside the staging sets, never in
+# a source tree; each job points its interpreter and its workers at it
+# (kernellab.workflow.pipeline.logged)
+BYTECODE = str(Path(RUN_CONFIG["staging"], ".pycache").resolve())
+
+
+def bytecode_cache(wildcards, output):
+    """Every job's param of BYTECODE. A function of the output, so Snakemake counts it as
+    derived and leaves it out of its params trigger: where bytecode lives changes no result.
     """
-    os.environ.setdefault("KERNELLAB_COMMAND", " ".join(["snakemake"] + sys.argv[1:]))
-    os.environ.setdefault(
-        "PYTHONPYCACHEPREFIX", str(Path(config["staging"], ".pycache").resolve())
-    )
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    return BYTECODE
 
 
 def take_run_lock():
@@ -264,6 +299,6 @@ def take_run_lock():
     from kernellab.workflow.runlock import RunLocked, acquire
 
     try:
-        acquire(config["staging"])
+        acquire(RUN_CONFIG["staging"])
     except RunLocked as exc:
         raise WorkflowError(str(exc)) from None

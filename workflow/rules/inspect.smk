@@ -19,6 +19,7 @@ rule profile:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
+        bytecode=bytecode_cache,
         code=kernel_code("profile"),
         kernels=lambda wildcards: [wildcards.kernel],
         config=kernel_job_config(),
@@ -36,6 +37,7 @@ rule ptx:
     log:
         stage("logs/ptx/{kernel}.log"),
     params:
+        bytecode=bytecode_cache,
         code=kernel_code("ptx"),
         kernels=lambda wildcards: [wildcards.kernel],
         config=kernel_job_config("ptx"),
@@ -59,6 +61,7 @@ rule ncu:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
+        bytecode=bytecode_cache,
         code=NCU_CODE,
         kernels=NCU_KERNELS,
         config=job_config(NCU_KERNELS, ["ncu"]),

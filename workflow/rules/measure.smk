@@ -23,6 +23,7 @@ rule measure:
         gpu=GPU,
         gpu_model=gpu_model,
     params:
+        bytecode=bytecode_cache,
         code=kernel_code("measure"),
         config=kernel_job_config("compile_ahead"),
         env=job_env,

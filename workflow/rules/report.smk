@@ -17,8 +17,10 @@ rule aggregate:
     log:
         stage("logs/aggregate.log"),
     params:
+        bytecode=bytecode_cache,
         # the whole config: its hash names the run in environment.json
-        config=sorted_keys(config),
+        config=sorted_keys(RUN_CONFIG),
+        command=run_command,
     script:
         "../scripts/aggregate.py"
 
@@ -51,6 +53,7 @@ rule report:
     log:
         stage("logs/report.log"),
     params:
+        bytecode=bytecode_cache,
         compared=compared_sets,
     script:
         "../scripts/report.py"
@@ -60,11 +63,12 @@ rule publish:
     input:
         rules.report.output,
     output:
-        summary=f"{config['results']}/{{set}}/summary.csv",
-        html=f"{config['results']}/{{set}}/report.html",
+        summary=f"{RUN_CONFIG['results']}/{{set}}/summary.csv",
+        html=f"{RUN_CONFIG['results']}/{{set}}/report.html",
     log:
-        f"{config['staging']}/logs/publish-{{set}}.log",
+        f"{RUN_CONFIG['staging']}/logs/publish-{{set}}.log",
     params:
+        bytecode=bytecode_cache,
         # STAGE and RESULTS, derived from the files (all report outputs lie in STAGE)
         stage=lambda wildcards, input: os.path.dirname(input[0]),
         results=lambda wildcards, output: os.path.dirname(output.summary),
@@ -74,18 +78,19 @@ rule publish:
 
 rule compare:
     input:
-        a=f"{config['results']}/{{a}}/summary.csv",
-        b=f"{config['results']}/{{b}}/summary.csv",
+        a=f"{RUN_CONFIG['results']}/{{a}}/summary.csv",
+        b=f"{RUN_CONFIG['results']}/{{b}}/summary.csv",
     output:
-        csv=f"{config['results']}/compare/{{a}}__vs__{{b}}.csv",
-        png=f"{config['results']}/compare/{{a}}__vs__{{b}}.png",
+        csv=f"{RUN_CONFIG['results']}/compare/{{a}}__vs__{{b}}.csv",
+        png=f"{RUN_CONFIG['results']}/compare/{{a}}__vs__{{b}}.png",
     log:
-        f"{config['results']}/compare/{{a}}__vs__{{b}}.log",
+        f"{RUN_CONFIG['results']}/compare/{{a}}__vs__{{b}}.log",
     wildcard_constraints:
         a="[a-z0-9_-]+",
         b="[a-z0-9_-]+",
     params:
-        threshold=config["compare"]["threshold"],
-        min_us=config["compare"]["min_us"],
+        bytecode=bytecode_cache,
+        threshold=RUN_CONFIG["compare"]["threshold"],
+        min_us=RUN_CONFIG["compare"]["min_us"],
     script:
         "../scripts/compare.py"

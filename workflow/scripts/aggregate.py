@@ -1,8 +1,6 @@
-import os
-
 from kernellab.workflow import assemble, pipeline
 
-with pipeline.logged(snakemake.log[0]):
+with pipeline.logged(snakemake.log[0], snakemake.params.bytecode):
     assemble.aggregate(
         snakemake.params.config,
         stage=None,
@@ -14,5 +12,5 @@ with pipeline.logged(snakemake.log[0]):
         out_summary=snakemake.output.summary,
         out_ladders=snakemake.output.ladders,
         out_env=snakemake.output.environment,
-        command=os.environ.get("KERNELLAB_COMMAND", "snakemake --cores 1"),
+        command=snakemake.params.command,
     )

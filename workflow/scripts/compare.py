@@ -1,6 +1,6 @@
 from kernellab.workflow import assemble, pipeline
 
-with pipeline.logged(snakemake.log[0]):
+with pipeline.logged(snakemake.log[0], snakemake.params.bytecode):
     assemble.compare(
         snakemake.input.a,
         snakemake.input.b,

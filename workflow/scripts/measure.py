@@ -1,6 +1,11 @@
 from kernellab.workflow import pipeline
 
-with pipeline.job(snakemake.log[0], gpu=snakemake.resources.get("gpu", 0), **snakemake.params.env):
+with pipeline.job(
+    snakemake.log[0],
+    gpu=snakemake.resources.get("gpu", 0),
+    bytecode=snakemake.params.bytecode,
+    **snakemake.params.env,
+):
     pipeline.measure(
         snakemake.params.config,
         snakemake.wildcards.kernel,
