@@ -15,7 +15,7 @@ torch.compile read that flag themselves; the Triton launcher reads it too
 
 The Triton kernel (``matmul_kernel``, in ``triton_matmul.py`` beside this file) is shared
 with ``matmul_relu``: its ``ACTIVATION`` meta-parameter applies the epilogue in registers
-before the one store. The CUDA SGEMM ladder is in ``sgemm/``, one .cu file per step.
+before the one store. The CUDA SGEMM ladder is in ``cuda_sgemm/``, one .cu file per step.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import math
 import torch
 
 from kernellab.engine.runtime import element_size
-from kernellab.kit import Family, Impl, compiled, cuda_op, randn, returns_new
+from kernellab.kit import Family, compiled, cuda_op, randn, returns_new
 
 from .configs import (  # noqa: F401
     GROUP_M,
@@ -133,17 +133,16 @@ FAMILY = Family(
     description="C = A @ B against cuBLAS: a tiled Triton GEMM and the CUDA SGEMM ladder.",
 )
 
-FAMILY.add(Impl("torch_naive", returns_new(matmul_naive)))
-FAMILY.add(Impl("torch_fused", matmul_fused))
-FAMILY.add(Impl("triton", matmul_triton,
-                triton_kernels=(matmul_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("compiled", compiled(matmul_naive)))
+FAMILY.add("torch_naive", returns_new(matmul_naive))
+FAMILY.add("torch_fused", matmul_fused)
+FAMILY.add("triton", matmul_triton, triton_kernels=(matmul_kernel,), compile_specs=compile_specs)
+FAMILY.add("compiled", compiled(matmul_naive))
 # max-autotune without CUDA graphs: Inductor benchmarks its Triton GEMM templates
 # against cuBLAS and keeps the fastest. Plain "max-autotune" would also replay the
 # call as a CUDA graph (copying the inputs into static buffers on every call and
 # recycling the output buffer between calls), which measures something else; the
 # harness reports graph replays of every implementation separately (graph_us).
-FAMILY.add(Impl("compiled_max_autotune", compiled(matmul_naive_max_autotune, mode="max-autotune-no-cudagraphs")))
+FAMILY.add("compiled_max_autotune", compiled(matmul_naive_max_autotune, mode="max-autotune-no-cudagraphs"))
 # No QuACK here (kernellab.kit.peers): its GEMM (quack.gemm_interface.gemm, 0.6.5) takes fp16, bf16 and
 # fp8 operands only, not our fp32 or tf32 (GemmSm90.is_valid_dtypes), and loads them by TMA, which
 # needs 16-byte row strides: the check shape 127x129x65 (K = 65) is not one. Its autotuner also

@@ -1,4 +1,4 @@
-// SGEMM ladder, step 8 of 8: autotuned. C (M, N) = A (M, K) @ B (K, N), fp32, row-major, any M,
+// SGEMM ladder, step autotuned. C (M, N) = A (M, K) @ B (K, N), fp32, row-major, any M,
 // N, K.
 //
 // sgemm_autotuned: a templated warp-tiled kernel with a cp.async multi-stage pipeline, instantiated
@@ -6,7 +6,7 @@
 // Python times them per (M, N, K).
 //
 // The tile shapes are kl::kSgemmAutotunedConfigs (sgemm.h); the Python side times them once per
-// shape and keeps the fastest. Against warptile (step 7) the kernel changes:
+// shape and keeps the fastest. Against warptile (the step before) the kernel changes:
 //   * more results per thread for the big tiles (8x16 = 128 accumulators, 128 or 256 threads
 //     at 1-2 blocks per SM): 6 LDS.128 per 128 FFMA instead of 4 per 64. On Hopper an SM
 //     sub-partition issues one warp instruction per clock and its 32 FP32 lanes take one FFMA

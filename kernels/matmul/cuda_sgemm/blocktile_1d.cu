@@ -1,4 +1,4 @@
-// SGEMM ladder, step 4 of 8: 1D block tiling (siboehm's kernel 4). C (M, N) = A (M, K) @ B (K, N),
+// SGEMM ladder, step blocktile_1d: 1D block tiling (siboehm's kernel 4). C (M, N) = A (M, K) @ B (K, N),
 // fp32, row-major, any M, N, K.
 //
 // sgemm_blocktile_1d: BM=64 BN=64 BK=8, each thread computes TM=8 results of one column.

@@ -1,4 +1,4 @@
-// SGEMM ladder, step 5 of 8: 2D block tiling (siboehm's kernel 5). C (M, N) = A (M, K) @ B (K, N),
+// SGEMM ladder, step blocktile_2d: 2D block tiling (siboehm's kernel 5). C (M, N) = A (M, K) @ B (K, N),
 // fp32, row-major, any M, N, K.
 //
 // sgemm_blocktile_2d: BM=BN=128 BK=8, each thread an 8x8 register tile (outer products).

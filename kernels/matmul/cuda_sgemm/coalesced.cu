@@ -1,4 +1,4 @@
-// SGEMM ladder, step 2 of 8: global-memory coalescing (siboehm's kernel 2). C (M, N) = A (M, K) @
+// SGEMM ladder, step coalesced: global-memory coalescing (siboehm's kernel 2). C (M, N) = A (M, K) @
 // B (K, N), fp32, row-major, any M, N, K.
 //
 // sgemm_coalesced: consecutive threads take consecutive columns: B reads and C writes coalesce, A is

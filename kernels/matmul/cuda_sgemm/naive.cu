@@ -1,4 +1,4 @@
-// SGEMM ladder, step 1 of 8: naive (siboehm's kernel 1). C (M, N) = A (M, K) @ B (K, N), fp32,
+// SGEMM ladder, step naive (siboehm's kernel 1). C (M, N) = A (M, K) @ B (K, N), fp32,
 // row-major, any M, N, K.
 //
 // sgemm_naive: one thread per C element; consecutive threads walk down a column of C, so their A

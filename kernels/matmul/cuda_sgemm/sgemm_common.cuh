@@ -1,4 +1,4 @@
-// Pieces shared by the steps of the SGEMM ladder (1_naive.cu ... 8_autotuned.cu): the grid limit,
+// Pieces shared by the steps of the SGEMM ladder (one .cu file each in this folder): the grid limit,
 // the float4 contract and the guarded float4 loads and stores of the float4 kernels.
 #pragma once
 

@@ -1,4 +1,4 @@
-// SGEMM ladder, step 3 of 8: shared-memory tiling (siboehm's kernel 3). C (M, N) = A (M, K) @
+// SGEMM ladder, step smem_tiling: shared-memory tiling (siboehm's kernel 3). C (M, N) = A (M, K) @
 // B (K, N), fp32, row-major, any M, N, K.
 //
 // sgemm_smem_tiling: 32x32 tiles of A and B staged in shared memory, 1024 threads.

@@ -1,4 +1,4 @@
-// SGEMM ladder, step 6 of 8: vectorized memory access (siboehm's kernel 6). C (M, N) = A (M, K) @
+// SGEMM ladder, step vectorized: vectorized memory access (siboehm's kernel 6). C (M, N) = A (M, K) @
 // B (K, N), fp32, row-major, any M, N, K.
 //
 // sgemm_vectorized: blocktile_2d with float4 global loads, A transposed in shared memory so the 8 A

@@ -1,4 +1,4 @@
-// SGEMM ladder, step 7 of 8: warp tiling (siboehm's kernel 10). C (M, N) = A (M, K) @ B (K, N),
+// SGEMM ladder, step warptile: warp tiling (siboehm's kernel 10). C (M, N) = A (M, K) @ B (K, N),
 // fp32, row-major, any M, N, K.
 //
 // sgemm_warptile: a block of 8 warps on a 128x128 tile, each warp a 64x32 tile made of 2x2 sub-tiles
