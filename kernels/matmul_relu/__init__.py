@@ -19,7 +19,7 @@ from kernellab.families.matmul import (
     matmul_kernel,
     out_like,
 )
-from kernellab.kit import Family, Impl, compiled, returns_new
+from kernellab.kit import Family, compiled, returns_new
 
 
 def reference(a, b):
@@ -69,8 +69,7 @@ FAMILY = Family(
     description="relu(A @ B): a fused epilogue in Triton against cuBLAS + a separate ReLU.",
 )
 
-FAMILY.add(Impl("torch_naive", returns_new(matmul_relu_naive)))
-FAMILY.add(Impl("torch_fused", matmul_relu_fused))
-FAMILY.add(Impl("triton", matmul_relu_triton,
-                triton_kernels=(matmul_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("compiled", compiled(matmul_relu_naive)))
+FAMILY.add("torch_naive", returns_new(matmul_relu_naive))
+FAMILY.add("torch_fused", matmul_relu_fused)
+FAMILY.add("triton", matmul_relu_triton, triton_kernels=(matmul_kernel,), compile_specs=compile_specs)
+FAMILY.add("compiled", compiled(matmul_relu_naive))
