@@ -197,6 +197,31 @@ def test_an_exception_names_the_line_of_the_family_that_raised_it(tmp_path, capl
     assert expected in caplog.text and "in broken" in caplog.text
 
 
+@pytest.mark.parametrize("body, got", [
+    ("out.copy_(x)", "returned None"),  # the forgotten `return out`
+    ("return x.sum()", "returned a tensor of shape () and dtype torch.float32"),
+    ("return x.double()", "returned a tensor of shape (4,) and dtype torch.float64"),
+    ("return [x]", "returned a list"),
+])
+def test_an_implementation_that_breaks_the_out_contract_is_named_with_the_contract(tmp_path, body, got):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "impl.py").write_text(f"def broken(out, x):\n    {body}\n")
+    namespace: dict = {}
+    exec(compile((folder / "impl.py").read_text(), str(folder / "impl.py"), "exec"), namespace)
+    fam = registry.Family(title="Mine", bound="memory", dtypes=("fp32",),
+                          make_inputs=lambda shape, dtype, device, seed: (torch.ones(shape),),
+                          reference=lambda x: x, bytes_moved=lambda shape, dtype: 8, flops=lambda shape, dtype: 1,
+                          out_like=torch.empty_like).named("mine", folder)
+    impl = fam.add("triton", namespace["broken"])
+    rows = list(check_impl(fam, impl, [Case("mine", "triton", (4,), "fp32")], [0], "cpu"))
+    assert [r["status"] for r in rows] == ["error"]
+    reason = rows[0]["reason"]
+    assert reason.startswith(f"mine triton {got}: an implementation fills `out` and returns it (`return out`), "
+                             "or returns a new tensor, of out_like's shape (4,) and dtype torch.float32"), reason
+    assert reason.endswith("(at mine/impl.py:1)") and "harness.py" not in reason, reason
+
+
 def test_with_no_frame_in_the_folder_the_deepest_frame_is_named(tmp_path):
     try:
         int("x")

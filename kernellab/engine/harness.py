@@ -164,6 +164,36 @@ def check_against_reference(out, ref, dtype: str, tol: float | None = None, floo
             "rel_err": rel, "max_abs": max_abs, "tol": tol}
 
 
+def out_contract(family: Family, impl: Impl, result, out) -> str:
+    """'' where ``result`` keeps the out contract (a tensor of ``out``'s shape and dtype: ``out``
+    itself, filled and returned, or a new one), else what broke it, naming the implementation and
+    where it is defined (a forgotten ``return out`` gives None)."""
+    import torch
+
+    if isinstance(result, torch.Tensor):
+        if tuple(result.shape) == tuple(out.shape) and result.dtype == out.dtype:
+            return ""
+        got = f"a tensor of shape {tuple(result.shape)} and dtype {result.dtype}"
+    else:
+        got = "None" if result is None else f"a {type(result).__name__}"
+    where = _defined_at(impl.fn, family.folder)
+    return (f"{family.name} {impl.key} returned {got}: an implementation fills `out` and returns it (`return out`), "
+            f"or returns a new tensor, of out_like's shape {tuple(out.shape)} and dtype {out.dtype}"
+            + (f" (at {where})" if where else ""))
+
+
+def _defined_at(fn, folder) -> str:
+    """``file:line`` where ``fn`` is defined in the family's ``folder``, named from the folder above
+    it (``mine/__init__.py:12``); '' for a function defined elsewhere (an adapter, a CUDA op)."""
+    from pathlib import Path
+
+    code = getattr(fn, "__code__", None)
+    if code is None or folder is None:
+        return ""
+    path, folder = Path(code.co_filename).resolve(), Path(folder).resolve()
+    return f"{path.relative_to(folder.parent)}:{code.co_firstlineno}" if path.is_relative_to(folder) else ""
+
+
 def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: str) -> dict:
     import torch
 
@@ -175,6 +205,10 @@ def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: st
     with runtime.matmul_precision(case.dtype):
         result = impl.fn(out, *inputs, **params)
     runtime.synchronize()
+    broken = out_contract(family, impl, result, out)
+    if broken:
+        return {"status": "error", "reason": broken, "rel_err": math.nan, "max_abs": math.nan,
+                "tol": runtime.TOLERANCE.get(case.dtype, math.nan)}
     if family.validate is not None:
         verdict = family.validate(result, inputs, dtype=case.dtype, **params)
         return {"status": "ok" if verdict["ok"] else "failed", "reason": verdict.get("reason", ""),
