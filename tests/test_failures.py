@@ -20,6 +20,7 @@ import yaml
 from kernellab.engine import registry
 from kernellab.engine.cases import Case
 from kernellab.engine.harness import Progress, check_impl, where_raised
+from kernellab.engine.testing import in_fresh_interpreter
 from kernellab.workflow import assemble
 from kernellab.workflow.run_summary import closing, finish
 
@@ -220,6 +221,63 @@ def test_an_implementation_that_breaks_the_out_contract_is_named_with_the_contra
     assert reason.startswith(f"mine triton {got}: an implementation fills `out` and returns it (`return out`), "
                              "or returns a new tensor, of out_like's shape (4,) and dtype torch.float32"), reason
     assert reason.endswith("(at mine/impl.py:1)") and "harness.py" not in reason, reason
+
+
+TRITON_BROKEN = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def helper(x):
+    return x + tl.nonexistent(x)
+
+
+@triton.jit
+def kern(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    y = helper(tl.load(x_ptr + offs))
+    tl.store(x_ptr + offs, y)
+
+
+def launched(out, x):
+    kern[(1,)](x, BLOCK=4)
+    return out
+
+
+def compiled(out, x):  # what a launch on a GPU compiles, for sm_90 here
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    triton.compile(ASTSource(kern, {"x_ptr": "*fp32"}, {"BLOCK": 4}), target=GPUTarget("cuda", 90, 32))
+    return out
+"""
+TRITON_CHECK = """\
+import json, sys, torch
+sys.path.insert(0, {tmp!r})
+from kernellab.engine import registry
+from kernellab.engine.cases import Case
+from kernellab.engine.harness import check_impl
+from mine import k
+fam = registry.Family(title="Mine", bound="memory", dtypes=("fp32",),
+                      make_inputs=lambda shape, dtype, device, seed: (torch.ones(shape),),
+                      reference=lambda x: x, bytes_moved=lambda shape, dtype: 8, flops=lambda shape, dtype: 1,
+                      out_like=torch.empty_like).named("mine", {folder!r})
+impl = fam.add("triton", getattr(k, {fn!r}))
+print(json.dumps([r["reason"] for r in check_impl(fam, impl, [Case("mine", "triton", (4,), "fp32")], [0], "cpu")]))
+"""
+
+
+@pytest.mark.parametrize("interpret, fn", [("1", "launched"), ("0", "compiled")])
+def test_a_triton_error_names_the_kernel_line_not_the_launch(tmp_path, interpret, fn):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "k.py").write_text(TRITON_BROKEN)
+    script = TRITON_CHECK.format(tmp=str(tmp_path), folder=str(folder), fn=fn)
+    reasons = in_fresh_interpreter(script, {"TRITON_INTERPRET": interpret, "PYTHONPATH": str(ROOT)}, timeout_s=300)
+    # line 7, in helper, called by kern at line 14, launched at line 19
+    assert reasons == ["AttributeError: module 'triton.language' has no attribute 'nonexistent' (at mine/k.py:7)"]
 
 
 def test_with_no_frame_in_the_folder_the_deepest_frame_is_named(tmp_path):

@@ -72,14 +72,21 @@ def _gib(n: int) -> str:
 
 def _status_of(exc: BaseException, folder=None) -> tuple[str, str]:
     """(status, reason) of an exception a case raised: its type, the first line of its message and
-    where it was raised (``where_raised``)."""
+    where it was raised (``where_raised``); for a Triton error, the message it wraps and the kernel's
+    line at fault (``triton_errors.triton_site``), not the launch's."""
     import torch
+
+    from kernellab.engine.triton_errors import triton_site
 
     if isinstance(exc, Unavailable):
         return "unavailable", str(exc)
     text = str(exc).strip()
     msg = f"{type(exc).__name__}: {text.splitlines()[0][:240] if text else ''}".rstrip(": ")
-    where = where_raised(exc, folder)
+    site = triton_site(exc)
+    if site is not None:
+        msg, where = site[0][:240], _site_name(site[1], site[2], folder)
+    else:
+        where = where_raised(exc, folder)
     msg += f" (at {where})" if where else ""
     if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text.lower():
         return "oom", msg
@@ -93,17 +100,27 @@ def where_raised(exc: BaseException, folder=None) -> str:
     import traceback
     from pathlib import Path
 
-    from kernellab.engine.registry import ROOT
-
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return ""
+    mine = Path(folder).resolve() if folder is not None else None
+    own = [f for f in frames if mine is not None and Path(f.filename).resolve().is_relative_to(mine)]
+    frame = own[-1] if own else frames[-1]
+    return _site_name(frame.filename, frame.lineno, folder)
+
+
+def _site_name(filename, line: int, folder=None) -> str:
+    """``file:line``, the file named from the folder above the family's ``folder`` where it lies in
+    it (``mine/__init__.py:12``), else from the repository where it lies in it, else absolute."""
+    from pathlib import Path
+
+    from kernellab.engine.registry import ROOT
+
+    path = Path(filename).resolve()
     folder = Path(folder).resolve() if folder is not None else None
-    own = [f for f in frames if folder is not None and Path(f.filename).resolve().is_relative_to(folder)]
-    frame, base = (own[-1], folder.parent) if own else (frames[-1], ROOT)
-    path = Path(frame.filename).resolve()
+    base = folder.parent if folder is not None and path.is_relative_to(folder) else ROOT
     name = path.relative_to(base) if path.is_relative_to(base) else path
-    return f"{name}:{frame.lineno}"
+    return f"{name}:{line}"
 
 
 def _log_exception(seen: set, impl: Impl, case: Case, reason: str, exc: BaseException) -> None:
