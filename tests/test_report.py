@@ -1056,3 +1056,22 @@ def test_a_reference_keeps_what_its_report_reads_and_renders_against_the_others(
     assert "time ratio gpu-b reference / gpu-a" in md and "gpu-a reference" not in md
     assert tracked_bytes(dest) == sum(p.stat().st_size for p in dest.rglob("*") if p.is_file()) - (
         dest / "report.html").stat().st_size
+
+
+def test_a_step_files_kernels_belong_to_the_family_whose_folder_holds_it():
+    from kernellab.report.code import assign_resources
+    from kernellab.report.load import Results
+
+    def row(file, kernel):
+        return {"file": file, "kernel": kernel}
+
+    res = Results(hardware="h", path=Path("."), summary=[{"kernel": "reduction"}, {"kernel": "mine"}])
+    # the first fits neither the file stem nor a `<family>_` symbol
+    rows = [row("reduction/cuda_reduction/atomic.cu", "store_sum_fp32(double const*, float*)"),
+            row("mine/cuda_silu/vec4.cu", "void silu_vec4<float>(float const*, float*, long)"),
+            row("other/other.cu", "helper()")]
+    by_family, rest = assign_resources(res)
+    assert by_family == {} and rest == []
+    res.resources = rows
+    by_family, rest = assign_resources(res)
+    assert by_family == {"reduction": [rows[0]], "mine": [rows[1]]} and rest == [rows[2]]

@@ -120,8 +120,9 @@ def ptx_views(res: Results, kernel: str) -> list[PtxView]:
 
 
 def assign_resources(res: Results) -> tuple[dict[str, list[dict]], list[dict]]:
-    """Resource rows per kernel family: a ladder's cuda_kernels first, else the longest
-    family name that the symbol contains as ``<family>_``."""
+    """Resource rows per kernel family: a ladder's cuda_kernels first, else the family whose folder
+    holds the source (``reduction/cuda_reduction/atomic.cu``: a step file defines kernels of any
+    name), else the longest family name that the symbol contains as ``<family>_``."""
     families = sorted(res.kernels(), key=lambda k: (-len(k), k))
     by_symbol: dict[str, str] = {}
     for ld in res.ladders:
@@ -137,6 +138,9 @@ def assign_resources(res: Results) -> tuple[dict[str, list[dict]], list[dict]]:
             if sym == ck or re.search(rf"(?<![A-Za-z]){re.escape(ck)}(?![A-Za-z0-9_])", sym):
                 fam = by_symbol[ck]
                 break
+        folder = Path(r["file"]).parts[0] if r["file"] else ""
+        if fam is None and folder in families:
+            fam = folder
         if fam is None:
             fam = next((f for f in families if f + "_" in sym or Path(r["file"]).stem == f), None)
         if fam is None:
