@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from kernellab.engine import registry
+from kernellab.errors import ConfigError
 from kernellab.workflow import config as kl_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,3 +191,23 @@ def test_snakemake_rejects_a_bad_config_before_any_job(tmp_path):
                            "--directory", str(ROOT)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode != 0
     assert "fp64" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("text, named", [
+    ("kernels:\n  gelu: {dtypes: [fp32\n  x: 1\n",
+     "line 3, column 4: not valid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence at line 2, "
+     "column 18)"),
+    ("kernels:\n\tgelu: {}\n", "line 2, column 1: not valid YAML: found character '\\t' that cannot start any token"),
+    ("- gelu\n", "a config file maps keys to values; this one holds a list"),
+])
+def test_a_malformed_config_file_is_named_with_the_yaml_errors_line_and_column(tmp_path, text, named):
+    """Snakemake reads --configfile before the workflow, with a message that names neither file nor
+    line: the check the README gives for it names both."""
+    bad = tmp_path / "my-config.yaml"
+    bad.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        kl_config.load(bad)
+    assert str(err.value) == f"{bad}{',' if 'line' in named else ':'} {named}"
+    proc = subprocess.run([sys.executable, "-m", "kernellab.workflow.config", str(bad), "config/test.yaml"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.strip() == str(err.value) and proc.stdout == "config/test.yaml: ok\n"

@@ -298,11 +298,53 @@ def check_target(target: str, has_gpu: bool) -> None:
                           "on GPU nodes.")
 
 
-def load(path: str | Path) -> dict:
-    """Read, schema-validate and check a config file (what tests and tools use)."""
+def read_yaml(path: str | Path) -> dict:
+    """A config file's mapping; a file that is not YAML is named with the error's line and column
+    (Snakemake's own message names neither, and hints at tabs)."""
     import yaml
 
-    config = yaml.safe_load(Path(path).read_text()) or {}
+    try:
+        config = yaml.safe_load(Path(path).read_text())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(path)
+        context = ""
+        if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
+            context = f" ({exc.context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
+        raise ConfigError(f"{where}: not valid YAML: {exc.problem or exc.context}{context}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if config is not None and not isinstance(config, dict):
+        raise ConfigError(f"{path}: a config file maps keys to values; this one holds a {type(config).__name__}")
+    return config or {}
+
+
+def load(path: str | Path) -> dict:
+    """Read, schema-validate and check a config file (what tests and tools use)."""
+    config = read_yaml(path)
     validate_schema(config)
     check(config)
     return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kernellab.workflow.config FILE...``: each config file read and checked as a run
+    would check it, the problem named (a file Snakemake cannot read stops it before the workflow,
+    with a message naming neither file nor line)."""
+    import sys
+
+    from kernellab.engine.registry import FamilyError
+
+    status = 0
+    for path in (sys.argv[1:] if argv is None else argv):
+        try:
+            load(path)
+            print(f"{path}: ok")
+        except (ConfigError, FamilyError, OSError) as exc:
+            print(f"{path}: {exc}" if str(path) not in str(exc) else str(exc), file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
