@@ -11,3 +11,8 @@ class ConfigError(ValueError):
 
 class FamilyError(Exception):
     """A family folder that cannot be loaded; the message names the file and the reason."""
+
+
+class BuildError(Exception):
+    """CUDA sources that did not compile: the message names the file, line and nvcc's error, so the
+    status is ``error`` with no location of ours beside it."""

@@ -210,3 +210,53 @@ def test_ncu_cases_are_profiled_beside_the_ladders_with_their_byte_model(tmp_pat
         assert abs(float(r["model_mb"]) - model) < 1e-6
         assert abs(float(r["dram_vs_model"]) - 4.0 / model) < 1e-9
     assert set(rows[rows["ladder"] != ""]["ladder"]) == set(fam.ladders())  # the ladders' steps still there
+
+
+BROKEN_STEP_CHECK = """
+import json
+from kernellab.engine import cuda_ext, registry
+from kernellab.engine.cases import Case
+from kernellab.engine.harness import check_impl
+assert registry.load([{dirs!r}]) == {{}}
+cuda_ext.configure({build!r})
+fam = registry.family("mine")
+rows = {{key: [(r["status"], r["reason"]) for r in check_impl(fam, impl, [Case("mine", key, (4099,), "fp32")], [0],
+                                                               "cpu")]
+        for key, impl in fam.impls.items() if impl.backend == "cuda"}}
+print(json.dumps(rows))
+"""
+
+
+def test_a_cuda_step_that_does_not_compile_fails_alone_with_nvccs_file_and_line(tmp_path):
+    """A syntax error in the example's cuda_silu/vec4.cu: the library is built without vec4.cu, whose
+    step says nvcc's error at the user's file and line; scalar is built (here, without a CUDA torch,
+    it is unavailable for that reason, not for vec4's)."""
+    import json
+    import shutil
+
+    import pytest
+
+    from kernellab.workflow import pipeline
+
+    if cuda_build.find_nvcc() is None:
+        pytest.skip("needs nvcc")
+    folder = tmp_path / "kernels" / "mine"
+    shutil.copytree(ROOT / "docs" / "examples" / "my-kernels" / "silu", folder)
+    vec4 = folder / "cuda_silu" / "vec4.cu"
+    lines = vec4.read_text().splitlines(keepends=True)
+    broken = next(i for i, ln in enumerate(lines) if "const int64_t nvec" in ln)
+    lines[broken] = lines[broken].replace("vec ?", "vecc ?", 1)  # a name not declared, at line broken + 1
+    vec4.write_text("".join(lines))
+    build = tmp_path / "build" / "mine" / "build.json"
+    info = pipeline.build_cuda(str(build), str(tmp_path / "resources.csv"), str(folder))
+    why = f'mine/cuda_silu/vec4.cu:{broken + 1}: error: identifier "vecc" is undefined'
+    assert info["steps_failed"] == {"vec4": why} and info["families_failed"] == {}
+    assert json.loads(build.read_text())["steps_failed"] == {"vec4": why}
+    # the sources left in the family's library: every one but vec4.cu
+    built = json.loads((build.parent / "sources.json").read_text())["sources"] if info["status"] == "ok" else None
+    assert built is None or (str(vec4) not in built and any(s.endswith("scalar.cu") for s in built))
+    rows = in_fresh_interpreter(BROKEN_STEP_CHECK.format(dirs=str(tmp_path / "kernels"), build=str(build)),
+                                {"PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout_s=300)
+    assert rows["cuda@vec4"] == [["error", why]]
+    assert all(why not in reason and "vec4" not in reason for _, reason in rows["cuda@scalar"]), rows
+    assert [status for status, _ in rows["cuda@scalar"]] == (["ok"] if info["status"] == "ok" else ["unavailable"])

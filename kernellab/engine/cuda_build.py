@@ -62,14 +62,17 @@ class ToolNotFound(RuntimeError):
 
 class ResourceReport(list):
     """Rows of ``resource_report``; ``reason`` says why it is empty or partial ('' when complete),
-    ``failures`` maps each family whose sources did not compile to nvcc's message."""
+    ``failures`` maps each family whose sources did not compile to nvcc's message, ``file_failures``
+    each such file (its label) to nvcc's first error."""
 
     reason: str = ""
     failures: dict[str, str]
+    file_failures: dict[str, str]  # file label -> nvcc's first error, at file:line
 
     def __init__(self, *args):
         super().__init__(*args)
         self.failures = {}
+        self.file_failures = {}
 
 
 # ---- tools ------------------------------------------------------------------------------------
@@ -225,12 +228,15 @@ def library_stem(family: str) -> str:
 
 
 def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600, dirs=None,
-                    skip: dict[str, str] | None = None, folder: str | os.PathLike | None = None) -> dict:
+                    skip: dict[str, str] | None = None, folder: str | os.PathLike | None = None,
+                    leave_out: dict[str, str] | None = None) -> dict:
     """Build the extension into ``out_dir`` (library, ``build.log``, objects under ``tmp/``).
 
     Every family folder of ``dirs`` with CUDA sources goes in, except those of ``skip``
-    (family -> why: sources that did not compile), which ``families_failed`` records; with
-    ``folder``, only that family's, as a library of its own (``library_stem``).
+    (family -> why: sources that did not compile), which ``families_failed`` records, and the
+    sources of ``leave_out`` (file label -> why: a step file that did not compile, whose step then
+    is not in the library); with ``folder``, only that family's, as a library of its own
+    (``library_stem``).
     Returns ``{"status": "ok", "library": <file name relative to out_dir>, ...}``,
     ``{"status": "unavailable", "reason": ...}`` without a CUDA torch or nvcc, or
     ``{"status": "error", "reason": <last lines of the log>}``; never raises for those.
@@ -256,6 +262,8 @@ def build_extension(out_dir: str | os.PathLike, timeout: float | None = 3600, di
     else:
         families, stem = family_sources(dirs), LIBRARY_STEM
     families = {k: v for k, v in families.items() if k not in skip}
+    if leave_out:
+        families = {k: {**v, "cu": [f for f in v["cu"] if label(f) not in leave_out]} for k, v in families.items()}
     if not families:
         return {**info, "status": "unavailable", "reason": "no family with CUDA sources compiles"}
     manifest = out / "sources.json"
@@ -374,6 +382,7 @@ def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH,
             family = name.split("/")[0]
             report.failures[family] = (report.failures.get(family, "") + "; " if family in report.failures
                                        else "") + f"{name} does not compile: " + " | ".join(errors[:3])
+            report.file_failures[name] = first_error(text)
             continue
         for row in parse_ptxas(text):
             report.append({"file": name, **row})
@@ -385,6 +394,41 @@ def resource_report(out_dir: str | os.PathLike, arch: int = DEFAULT_ARCH,
     report[:] = [{k: r[k] for k in REPORT_KEYS} for r in report]
     report.reason = "; ".join(failures)
     return report
+
+
+_NVCC_ERROR = re.compile(r"^(?P<path>[^\s(][^(]*)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error.*)$", re.M)
+
+
+def first_error(text: str) -> str:
+    """nvcc's first error as ``file:line: error: ...``, the file named from its family folder where
+    it lies in one (``mine/cuda_silu/vec4.cu:29: error: expected a ";"``); else its first line
+    that says error, else its last."""
+    m = _NVCC_ERROR.search(text)
+    if m is None:
+        lines = text.strip().splitlines()
+        return next((ln for ln in lines if "error" in ln), lines[-1] if lines else "nvcc failed").strip()
+    path = Path(m["path"])
+    name = label(path) if (family_folder(path) / "__init__.py").exists() else m["path"]
+    return f"{name}:{m['line']}: {m['what'].strip()}"
+
+
+def failed_steps(folder: str | os.PathLike, file_failures: dict[str, str]) -> dict[str, str]:
+    """step -> why, where every file of ``file_failures`` (label -> nvcc's first error) is a CUDA
+    step of the family ``folder`` (``registry.cuda_step_files``); {} where none failed or a shared
+    source did (the steps need it: the whole family fails)."""
+    from kernellab.engine import registry
+
+    if not file_failures:
+        return {}
+    folder = Path(folder)
+    try:
+        steps = {label(path): step for _, step, path in registry.cuda_step_files(folder, registry.ladder_texts(folder))}
+    except registry.FamilyError:
+        return {}
+    if not set(file_failures) <= set(steps):
+        return {}
+    return {steps[name]: why if why.startswith(f"{name}:") else f"{name} does not compile: {why}"
+            for name, why in file_failures.items()}
 
 
 # ---- PTX and SASS -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from kernellab.errors import Unavailable
+from kernellab.errors import BuildError, Unavailable
 
 _state: dict = {}  # the build.json paths and, once read, the builds and what loading each gave
 
@@ -69,15 +69,17 @@ def _load(family: str | None) -> str:
     return next((loaded[k] for k in keys if loaded[k]), "")
 
 
-def ops(family: str | None = None):
+def ops(family: str | None = None, step: str | None = None):
     """``torch.ops.kernellab`` with ``family``'s ops loaded (every build's for None), or
-    ``Unavailable`` with the reason; a RuntimeError naming the file and nvcc's message when
-    ``family``'s sources did not compile."""
+    ``Unavailable`` with the reason; a BuildError naming the file, line and nvcc's message when
+    ``family``'s sources, or the file of its CUDA ``step`` (built without it), did not compile."""
     import torch
 
     for info in _builds().values():
         if family in (info.get("families_failed") or {}):
-            raise RuntimeError(info["families_failed"][family])
+            raise BuildError(info["families_failed"][family])
+        if info.get("family") == family and step in (info.get("steps_failed") or {}):
+            raise BuildError(info["steps_failed"][step])
     reason = _load(family)
     if reason:
         raise Unavailable(reason)

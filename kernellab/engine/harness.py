@@ -25,7 +25,7 @@ from kernellab.engine.cases import Case, KernelPlan, shape_str
 from kernellab.engine.progress import ImplWork, Progress
 from kernellab.engine.registry import Family, Impl
 from kernellab.engine.timing import TimingConfig, measure
-from kernellab.errors import Unavailable
+from kernellab.errors import BuildError, Unavailable
 
 log = logging.getLogger("kernellab")
 CHECK_COLUMNS = ["kernel", "impl", "impl_key", "step", "backend", "shape", "dtype", "params", "seed",
@@ -80,6 +80,8 @@ def _status_of(exc: BaseException, folder=None) -> tuple[str, str]:
 
     if isinstance(exc, Unavailable):
         return "unavailable", str(exc)
+    if isinstance(exc, BuildError):  # nvcc's file:line is the place, not where the op was looked up
+        return "error", str(exc)
     text = str(exc).strip()
     msg = f"{type(exc).__name__}: {text.splitlines()[0][:240] if text else ''}".rstrip(": ")
     site = triton_site(exc)

@@ -96,7 +96,7 @@ def cuda_op(family: str, name: str, variant: str) -> Callable:
     binding.cpp defines (the family's own library, built from its folder)."""
 
     def run(out, *inputs, **params):
-        getattr(cuda_ext.ops(family), name)(*inputs, out, *params.values(), variant)
+        getattr(cuda_ext.ops(family, step=variant), name)(*inputs, out, *params.values(), variant)
         return out
 
     return run

@@ -190,8 +190,10 @@ RESOURCE_COLUMNS = ["file", "kernel", "registers", "spill_stores_bytes", "spill_
 
 def build_cuda(out_json: str, resources_csv: str, folder: str) -> dict:
     """Build one family's CUDA (the folder's .cu files and binding.cpp) as a library of its own,
-    while each .cu compiles on its own for its registers and spills; a family whose sources do
-    not compile is named, and its CUDA implementations say so (no library is built)."""
+    while each .cu compiles on its own for its registers and spills. Where only step files fail,
+    the library is built again without them and each failing step says nvcc's first error
+    (``steps_failed``); a family whose other sources fail is named, and its CUDA implementations
+    say so (no library is built)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kernellab.engine import cuda_build, progress
@@ -204,10 +206,17 @@ def build_cuda(out_json: str, resources_csv: str, folder: str) -> dict:
         report = pool.submit(cuda_build.resource_report, out_dir, files=files)
         info = cuda_build.build_extension(out_dir, folder=folder)
         rows = report.result()
-    for why in rows.failures.values():
-        log.error("build_cuda: %s left out: %s", family, why)
-        print(f"kernellab: CUDA of family {family!r} left out: {why}", file=progress.terminal())
-    if rows.failures:
+    steps = cuda_build.failed_steps(folder, rows.file_failures)
+    if steps:  # only step files failed: the library again without them, the other steps in it
+        for step, why in steps.items():
+            log.error("build_cuda: %s step %s left out: %s", family, step, why)
+            print(f"kernellab: CUDA step {family}/{step} left out: {why}", file=progress.terminal())
+        info = {**cuda_build.build_extension(out_dir, folder=folder, leave_out=rows.file_failures),
+                "steps_failed": steps}
+    elif rows.failures:
+        for why in rows.failures.values():
+            log.error("build_cuda: %s left out: %s", family, why)
+            print(f"kernellab: CUDA of family {family!r} left out: {why}", file=progress.terminal())
         info = cuda_build.build_extension(out_dir, folder=folder, skip=rows.failures)
     write_csv(resources_csv, rows, columns=RESOURCE_COLUMNS)
     cuda_build.write_build_json(out_dir, {**info, "family": family})
