@@ -211,3 +211,26 @@ def test_a_malformed_config_file_is_named_with_the_yaml_errors_line_and_column(t
     proc = subprocess.run([sys.executable, "-m", "kernellab.workflow.config", str(bad), "config/test.yaml"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 1 and proc.stderr.strip() == str(err.value) and proc.stdout == "config/test.yaml: ok\n"
+
+
+def test_a_run_whose_only_family_fails_to_load_says_so(tmp_path):
+    """Not 'the config lists no kernel to run': the family it lists is named with its load error."""
+    from kernellab.engine.testing import in_fresh_interpreter
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "__init__.py").write_text("FAMILY = (\n")
+    code = f"""
+import json
+from kernellab.errors import ConfigError
+from kernellab.workflow import config as kl_config
+cfg = kl_config.validate_schema({{"kernel_dirs": [{str(tmp_path)!r}],
+                                 "kernels": {{"mine": {{"dtypes": ["fp32"], "shapes": [1024]}}}}}})
+try:
+    kl_config.for_run(cfg, (), {str(tmp_path)!r})
+    print(json.dumps(""))
+except ConfigError as exc:
+    print(json.dumps(str(exc)))
+"""
+    message = in_fresh_interpreter(code, {"PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout_s=120)
+    assert message.startswith("kernels: no family the config lists can run: 'mine' failed to load: "), message
+    assert f"{tmp_path / 'mine' / '__init__.py'}:1" in message and "lists no kernel" not in message, message

@@ -147,8 +147,12 @@ def for_run(config: dict, configfiles=(), cwd: str | Path = ".") -> tuple[dict, 
     run = narrow(copy.deepcopy(config), configfiles)
     run["kernel_dirs"] = [str(d) for d in registry.kernel_dirs(run["kernel_dirs"], cwd)]
     skipped = registry.load(run["kernel_dirs"])
+    listed = [name for name in skipped if name in run["kernels"]]
     for name in skipped:
         run["kernels"].pop(name, None)
+    if listed and not run["kernels"]:  # else check() would say the config lists none
+        raise ConfigError("kernels: no family the config lists can run: "
+                          + "; ".join(f"{name!r} failed to load: {skipped[name]}" for name in listed))
     return run, skipped
 
 
