@@ -23,8 +23,18 @@ torch.set_num_threads(1)
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--kernel-dirs", nargs="+", default=None, metavar="DIR",
+                     help="kernel directories whose families the tests check beside kernels/ (a user's "
+                          "folders: --kernel-dirs ../my-kernels), relative to the current directory")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (runs on the H200, skipped elsewhere)")
+    dirs = config.getoption("--kernel-dirs", default=None)
+    if dirs:  # before any test module asks the registry for its families
+        for name, why in registry.load(["kernels", *(str(Path(d).resolve()) for d in dirs)]).items():
+            print(f"kernel family {name!r} skipped: {why}", file=sys.stderr)
 
 
 def pytest_collection_modifyitems(config, items):

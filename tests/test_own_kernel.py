@@ -379,3 +379,19 @@ print(json.dumps({{"errors": errors, "steps": steps, "verdict": verdict["status"
                            *cuda_build.standalone_flags(90, src), str(src)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "silu_vec4_x2" in (tmp_path / "step.ptx").read_text()
+
+
+def test_the_contract_tests_run_on_a_users_folder_as_the_readme_says(tmp_path):
+    """README's command for tests/test_families.py on your folder collects the family's tests."""
+    shutil.copytree(EXAMPLE / "silu", tmp_path / "my-kernels" / "mine")
+    command = _readme_block("bash", "yours beside them").strip()
+    argv = command.split()
+    assert argv[:4] == ["python", "-m", "pytest", "tests/test_families.py"] and argv[-2:] == [
+        "--kernel-dirs", "../my-kernels"]
+    proc = subprocess.run([sys.executable, *argv[1:-1], str(tmp_path / "my-kernels"), "--collect-only", "-q",
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    ids = proc.stdout.splitlines()
+    assert "tests/test_families.py::test_registration[mine]" in ids, proc.stdout[-3000:]
+    assert any(i.startswith("tests/test_families.py::test_matches_reference[mine-") for i in ids)
+    assert "tests/test_families.py::test_registration[gelu]" in ids  # ours as well
