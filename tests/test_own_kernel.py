@@ -395,3 +395,18 @@ def test_the_contract_tests_run_on_a_users_folder_as_the_readme_says(tmp_path):
     assert "tests/test_families.py::test_registration[mine]" in ids, proc.stdout[-3000:]
     assert any(i.startswith("tests/test_families.py::test_matches_reference[mine-") for i in ids)
     assert "tests/test_families.py::test_registration[gelu]" in ids  # ours as well
+
+
+def test_the_readme_names_every_field_and_file_the_example_uses():
+    """What a newcomer copies: every Family field the example sets and every file at the top of its
+    folder (the steps' folder has its own item) is in README's "Add your own kernel"."""
+    import ast
+
+    section = (ROOT / "README.md").read_text().split("## Add your own kernel", 1)[1].split("\n## ", 1)[0]
+    tree = ast.parse((EXAMPLE / "silu" / "__init__.py").read_text())
+    call = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "FAMILY")
+    for field in [kw.arg for kw in call.keywords] + ["cuda_dtypes", "param_ranges"]:
+        assert f"`{field}" in section, field
+    for path in (EXAMPLE / "silu").iterdir():
+        if path.is_file() and path.name != "__init__.py":
+            assert path.name in section, path.name
