@@ -1,6 +1,7 @@
 """The run's timeline: job records written by the jobs, gathered into timeline.csv."""
 
 import json
+import math
 from types import SimpleNamespace
 
 import pandas as pd
@@ -98,3 +99,27 @@ def test_gather_leaves_out_the_job_that_gathers(tmp_path):
     _record(tmp_path / "logs" / "report.job.json", rule="report", wildcards={}, start=1.0, status="running",
             pid=os.getpid())
     assert timeline.gather(tmp_path) == []
+
+
+def test_phases_of_a_forked_worker_reach_the_parent_once():
+    import multiprocessing as mp
+
+    with phases.phase("tune", "a"):
+        pass
+    assert [p["phase"] for p in phases.unsent()] == ["tune"]
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+
+    def work():
+        with phases.phase("check", "a"):
+            pass
+        child.send(phases.unsent())  # only the worker's own: not the parent's "tune"
+
+    proc = ctx.Process(target=work)
+    proc.start()
+    got = parent.recv()
+    proc.join()
+    phases.add(got)
+    phases.add(phases.unsent())  # this process's own are never added twice
+    assert [p["phase"] for p in phases.recorded()] == ["tune", "check"]
+    assert all(math.isfinite(p["end"] - p["start"]) for p in phases.recorded())
