@@ -1,7 +1,9 @@
-"""The run's timeline: job records written by the jobs, gathered into timeline.csv."""
+"""The run's timeline: job records written by the jobs, gathered into timeline.csv, and its
+section of the report."""
 
 import json
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -123,3 +125,50 @@ def test_phases_of_a_forked_worker_reach_the_parent_once():
     phases.add(phases.unsent())  # this process's own are never added twice
     assert [p["phase"] for p in phases.recorded()] == ["tune", "check"]
     assert all(math.isfinite(p["end"] - p["start"]) for p in phases.recorded())
+
+
+# ------------------------------------------------------------------ the report's section
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "results"
+
+
+def test_section_of_the_fixture_timeline():
+    from kernellab.report.timeline import section
+
+    view = section(FIXTURE / "fake-gpu", "fake-gpu")
+    # wall: 0 s to the report's end at 328.2 s; the jobs' sum: 368.5 s
+    assert view.note.startswith("From the first job's start to the last job's end: 5 min 28 s. "
+                                "The 10 jobs took 6 min 08 s together (1.1× the wall time")
+    assert [r.cells[0] for r in view.costliest.rows][:3] == ["measure matmul", "measure gelu", "build_cuda gelu"]
+    assert len(view.costliest) == 10 and view.costliest.rows[0].cells[2:5] == ["136.6", "130.0", "35.3%"]
+    # phases summed over the measure jobs (225 s): tuning 20 + 70 s, over two implementations
+    assert view.phases.rows[0].cells == ["tune", "90.0", "40.0%", "2"]
+    assert {r.cells[0] for r in view.phases.rows} == {"tune", "check", "bench", "compile", "torch.compile"}
+    assert view.image.data.startswith(b"\x89PNG") and view.image.file == "plots/timeline.png"
+
+
+def test_no_section_without_a_timeline_and_killed_jobs_said(tmp_path):
+    from kernellab.report.timeline import section
+
+    assert section(FIXTURE / "cpu-x86_64", "cpu-x86_64") is None
+    rows = [{"kind": "job", "job": "survey", "rule": "survey", "device": "gpu 0", "host": "h", "start": 10.0,
+             "end": 14.0, "seconds": 4.0, "status": "ok"},
+            {"kind": "job", "job": "measure gelu", "rule": "measure", "device": "gpu 0", "host": "h", "start": 14.0,
+             "status": "unfinished"}]
+    pd.DataFrame(rows, columns=timeline.COLUMNS).to_csv(tmp_path / "timeline.csv", index=False)
+    view = section(tmp_path, "x")
+    assert "1 job(s) never recorded their end (killed)" in view.note and "4.0 s" in view.note
+    assert [r.cells[0] for r in view.costliest.rows] == ["survey"] and not view.phases
+
+
+def test_jobs_side_by_side_on_one_device_get_lanes_of_their_own():
+    from kernellab.report.plot_timeline import lanes
+
+    def job(device, start, end, host="h"):
+        return {"device": device, "start": start, "end": end, "host": host}
+
+    jobs = [job("cpu", 0, 10), job("gpu 0", 0, 5), job("cpu", 2, 4), job("cpu", 5, 12), job("gpu 0", 5, 9)]
+    labels, lane = lanes(jobs)
+    assert labels == ["gpu 0", "cpu", "cpu #2"]
+    assert [labels[lane[i]] for i in range(len(jobs))] == ["cpu", "gpu 0", "cpu #2", "cpu #2", "gpu 0"]
+    labels, _ = lanes([job("gpu 0", 0, 1, "a"), job("gpu 0", 0, 1, "b")])
+    assert labels == ["a: gpu 0", "b: gpu 0"]
