@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from kernellab.engine import isolate, registry, runtime
+from kernellab.engine import isolate, phases, registry, runtime
 from kernellab.engine.cases import Case, kernel_plan
 from kernellab.engine.harness import check_against_reference, check_impl, measure_family
 from kernellab.engine.registry import Impl
@@ -128,7 +128,11 @@ def test_measure_runs_checks_then_bench_in_one_worker(family):
     """One worker per implementation: the bench sees the process the checks warmed. (It forks
     before any test below runs torch's thread pool in this process: a fork after that can hang.)"""
     cfg = TimingConfig(budget_s=0.02, min_samples=3, warmup_s=0.0, min_warmup=1)
+    phases.clear()
     checks, benches, _ = measure_family(family, _plan(["torch_fused", "triton@crashes"]), "cpu", 30, seeds=[0], cfg=cfg)
+    # each worker's phases reach the job for its timeline; the crashed worker's are lost with it
+    assert [(p["impl"], p["phase"]) for p in phases.recorded()] == [("torch_fused", "check"), ("torch_fused", "bench")]
+    assert all(p["start"] <= p["end"] for p in phases.recorded())
     assert {(r["impl_key"], r["status"]) for r in checks} == {("torch_fused", "ok"), ("triton@crashes", "error")}
     assert {(r["impl_key"], r["status"]) for r in benches} == {("torch_fused", "ok"), ("triton@crashes", "error")}
     assert all("died" in r["reason"] for r in checks + benches if r["impl_key"] == "triton@crashes")

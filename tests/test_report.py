@@ -95,6 +95,19 @@ def test_writes_pages_and_plots(gpu):
     assert all((out / p).is_file() for p in linked)
 
 
+def test_timeline_section_only_where_the_set_has_a_timeline(gpu, cpu):
+    """fake-gpu has timeline.csv: its figure, its ten costliest jobs (costliest first) in both pages;
+    cpu-x86_64 has none (a set from before timelines): no section, no figure, no link."""
+    for page in (gpu["html"], gpu["summary_md"]):
+        assert "Where the run's time went" in page and "5 min 28 s" in page
+        costliest = [page.index(job) for job in ("measure matmul", "measure gelu", "build_cuda gelu")]
+        assert costliest == sorted(costliest)
+    assert "plots/timeline.png" in gpu["summary_md"] and (gpu["out"] / "plots" / "timeline.png").is_file()
+    for page in (cpu["html"], cpu["summary_md"]):
+        assert "Where the run's time went" not in page and "timeline" not in page.lower()
+    assert not (cpu["out"] / "plots" / "timeline.png").exists()
+
+
 def test_all_sections_present(gpu):
     html, md = gpu["html"], gpu["md"]
     for title in (
@@ -153,7 +166,7 @@ def test_html_is_self_contained(gpu):
     assert not re.search(r"<(script|link|iframe|object|embed|base)\b", html, re.I)
     assert "@import" not in html and "url(" not in html
     srcs = re.findall(r"<img[^>]*\ssrc=\"([^\"]*)\"", html)
-    assert len(srcs) == html.count("<img") == 12
+    assert len(srcs) == html.count("<img") == 13  # the timeline's among them
     for src in srcs:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG)
@@ -238,7 +251,7 @@ def test_markdown_tables_keep_their_shape(tmp_path):
     assert "naive$x\\|\\`y\\`&lt;b&gt;z&lt;/b&gt; line2" in md
     assert SCRIPT not in outside_fences(md) and SCRIPT not in html
     plots = sorted(p.name for p in (tmp_path / "out" / "plots").iterdir())
-    assert all(re.fullmatch(r"[a-z0-9_-]+\.png", p) for p in plots) and len(plots) == 10
+    assert all(re.fullmatch(r"[a-z0-9_-]+\.png", p) for p in plots) and len(plots) == 11  # with timeline.png
 
 
 def test_md_escape_and_code_blocks():

@@ -2,6 +2,7 @@
 the CPU in a temporary directory, uninterrupted and killed half-way then resumed."""
 
 import fnmatch
+import json
 import os
 import re
 import signal
@@ -51,6 +52,28 @@ def test_tiny_cpu_run_produces_the_results_contract(tiny_run):
     html = (out / "report.html").read_text()
     assert "CPU run" in html
     assert list((out / "ptx" / "gelu").glob("*.ptx.xz")), "Triton PTX is produced without a GPU"
+
+
+@pytest.mark.slow
+def test_tiny_run_set_has_a_timeline_row_per_job_and_phases_of_measure_jobs(tiny_run):
+    out, _ = tiny_run
+    tl = pd.read_csv(out / "timeline.csv", keep_default_na=False)
+    jobs = tl[tl["kind"] == "job"]
+    # a row per job of the set: each job's log is logs/<rule>.log or logs/<rule>/<wildcard>.log
+    logged = {" ".join(p.relative_to(out / "logs").with_suffix("").parts) for p in (out / "logs").rglob("*.log")}
+    assert set(jobs["job"]) == logged and len(jobs) == len(logged)
+    assert (jobs["status"] == "ok").all() and (jobs["device"] == "cpu").all() and (jobs["seconds"] > 0).all()
+    assert {"survey", "aggregate", "report"} <= set(jobs["rule"])
+    phases = tl[tl["kind"] == "phase"]
+    tiny = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    for kernel in tiny["kernels"]:
+        mine = phases[phases["job"] == f"measure {kernel}"]
+        assert {"check", "bench"} <= set(mine["phase"]), kernel
+        job = jobs[jobs["job"] == f"measure {kernel}"].iloc[0]
+        assert (mine["start"] >= job["start"]).all() and (mine["end"] <= job["end"]).all()
+    assert set(phases["rule"]) == {"measure"}
+    env = json.loads((out / "environment.json").read_text())
+    assert env["wall_s"] >= 0
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import math
 import time
 from typing import Iterator
 
-from kernellab.engine import runtime, triton_utils
+from kernellab.engine import phases, runtime, triton_utils
 from kernellab.engine.cases import Case
 from kernellab.engine.registry import Family, Impl
 from kernellab.engine.stats import summarize
@@ -58,7 +58,8 @@ def precompile(family: Family, impl: Impl, cases: list[Case], device: str, worke
     for group, mode in ((cases, contextlib.nullcontext), (untuned, kit_triton.untuned)):
         for case in group:
             calls += recorded_launches(family, impl, case, device, mode)
-    n, failed = triton_utils.precompile(calls, workers)
+    with phases.phase("compile", impl.key):  # the run's timeline
+        n, failed = triton_utils.precompile(calls, workers)
     log.info("precompiled %s %s%s: %d configs (%d failed) on %d threads in %.1f s", family.name, impl.key,
              " ahead, from shapes" if device == "meta" else "", n, failed, workers, time.perf_counter() - t0)
 

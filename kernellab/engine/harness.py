@@ -20,7 +20,7 @@ import math
 import time
 from typing import Iterator
 
-from kernellab.engine import isolate, runtime
+from kernellab.engine import isolate, phases, runtime
 from kernellab.engine.cases import Case, KernelPlan, shape_str
 from kernellab.engine.progress import ImplWork, Progress
 from kernellab.engine.registry import Family, Impl
@@ -328,15 +328,23 @@ def measure_impl(family: Family, impl: Impl, check_cases: list[Case], bench_case
     if tune is not None:
         from kernellab.engine.autotune import autotune_impl
 
-        for row in autotune_impl(family, impl, *tune[:2], device, tune[2]):
-            yield "autotune", {**row, "impl": impl.impl, "step": impl.step}
+        yield from _phased("tune", impl.key, "autotune", ({**row, "impl": impl.impl, "step": impl.step} for row in
+                                                           autotune_impl(family, impl, *tune[:2], device, tune[2])))
     tuned = frozenset(c.shape for c in bench_cases)
-    for row in check_impl(family, impl, check_cases, seeds, device, tuned):
-        yield "check", row
+    yield from _phased("check", impl.key, "check", check_impl(family, impl, check_cases, seeds, device, tuned))
     _empty_cache(device)
     if cfg is not None:
-        for row in bench_impl(family, impl, bench_cases, cfg, device):
-            yield "bench", row
+        yield from _phased("bench", impl.key, "bench", bench_impl(family, impl, bench_cases, cfg, device))
+
+
+def _phased(name: str, key: str, kind: str, rows: Iterator[dict]) -> Iterator[tuple[str, dict]]:
+    """``(kind, row)`` of each row, timed as phase ``name`` of the run's timeline, then the
+    phases this worker recorded (``("phase", row)``: the job keeps them)."""
+    with phases.phase(name, key):
+        for row in rows:
+            yield kind, row
+    for p in phases.unsent():
+        yield "phase", p
 
 
 def _fill_missing(records: list[dict], problem: str, family: Family, impl: Impl, cases: list[Case],
@@ -423,6 +431,7 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
         bench_shapes = {b.shape for b in bench_cases}
         untuned = [c for c in check_cases if c.shape not in bench_shapes]
         prepare = preparation(family, impl, bench_cases, untuned, device, compile_workers) if ahead else None
+        prepare = prepare and functools.partial(phases.timed, "compile ahead", key, prepare)
         works.append(isolate.Work(work, prepare, label=f"{family.name} {impl.key}", progress=running))
         plans.append((key, impl, check_cases, bench_cases, tune))
     got_all: dict[int, tuple[list, str]] = {}
@@ -432,9 +441,10 @@ def measure_family(family: Family, plan: KernelPlan, device: str, timeout_s: flo
     checks, benches, tunes = [], [], []
     for i, (key, impl, check_cases, bench_cases, tune) in enumerate(plans):
         records, problem = got_all[i]
-        got = {"autotune": [], "check": [], "bench": []}
+        got = {"autotune": [], "check": [], "bench": [], "phase": []}
         for kind, row in records:
             got[kind].append(row)
+        phases.add(got["phase"])
         tunes += got["autotune"]
         if problem and tune is not None and not got["check"]:  # it stopped while tuning
             tunes.append({"kernel": family.name, "impl_key": key, "impl": impl.impl, "step": impl.step,

@@ -16,6 +16,7 @@ from kernellab.report.ladder import analyse_all
 from kernellab.report.load import load
 from kernellab.report.model import annotate
 from kernellab.report.tables import md_table
+from kernellab.report.timeline import section as timeline_section
 from kernellab.report.views import Image
 
 REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
@@ -180,6 +181,9 @@ def render(
         images.extend(k.images)
     for c in view.comparisons:
         images.extend(img for img in (c.image, c.ceilings) if img)
+    spent = timeline_section(res.path, res.hardware)  # None for a set without timeline.csv
+    if spent and spent.image:
+        images.append(spent.image)
 
     written: dict[str, Path] = {}
     plots_dir = out_dir / "plots"
@@ -194,10 +198,10 @@ def render(
         if stale.stem not in names:
             stale.unlink()
 
-    html = html_env().get_template("report.html.j2").render(v=view, css=_css(), kernel_log=KERNEL_LOG)
+    html = html_env().get_template("report.html.j2").render(v=view, t=spent, css=_css(), kernel_log=KERNEL_LOG)
     written["report.html"] = _write(out_dir / "report.html", _tidy_html(html))
     # report.md is a summary page that reads on GitHub; each kernel's detail is a page beside it
-    md = md_env().get_template("report.md.j2").render(v=view, kernel_log=KERNEL_LOG)
+    md = md_env().get_template("report.md.j2").render(v=view, t=spent, kernel_log=KERNEL_LOG)
     written["report.md"] = _write(out_dir / "report.md", _tidy_md(md))
     page = md_env().get_template("report_kernel.md.j2")
     for k in view.kernels:

@@ -224,6 +224,7 @@ def container(root: Path = Path("/")) -> dict | None:
 
 def environment(survey: dict, config: dict, root: Path, run_id: str, command: str) -> dict:
     nv = survey.get("nvml") or {}
+    end = time.gmtime()
     return {
         "hardware": survey.get("hardware"),
         "gpu_name": survey.get("device_name") if survey.get("is_gpu") else None,
@@ -239,11 +240,24 @@ def environment(survey: dict, config: dict, root: Path, run_id: str, command: st
         "run_id": run_id,
         "mode": (config.get("timing") or {}).get("mode", "cold"),
         "start": survey.get("timestamp"),
-        "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", end),
+        # from the survey (the run's first GPU job) to this aggregation; timeline.csv has every job
+        "wall_s": _seconds_since(survey.get("timestamp"), end),
         "clocks_at_start": survey.get("clocks_before"),
         "platform": platform.platform(),
         "container": container(),
     }
+
+
+def _seconds_since(stamp, end: time.struct_time) -> float | None:
+    """Seconds from an ISO UTC ``stamp`` (the survey's) to ``end``; None without one."""
+    import calendar
+
+    try:
+        start = calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return None
+    return float(calendar.timegm(end) - start)
 
 
 def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:

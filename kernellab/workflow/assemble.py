@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from kernellab.io import read_json, write_csv, write_json
+from kernellab.workflow import timeline
 from kernellab.workflow.pipeline import ROOT, families, target_of
 
 log = logging.getLogger("kernellab")
@@ -70,7 +71,8 @@ def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: lis
 FAMILY_FILES = ("bench/FAMILY.csv", "bench/FAMILY.samples.json.gz", "check/FAMILY.csv", "autotune/FAMILY.csv",
                 "profile/FAMILY.csv", "profile/FAMILY", "ptx/FAMILY", "ncu/FAMILY.csv", "build/FAMILY",
                 "logs/measure/FAMILY.log", "logs/build_cuda/FAMILY.log", "logs/profile/FAMILY.log",
-                "logs/ptx/FAMILY.log", "report-FAMILY.md")
+                "logs/ptx/FAMILY.log", "logs/measure/FAMILY.job.json", "logs/build_cuda/FAMILY.job.json",
+                "logs/profile/FAMILY.job.json", "logs/ptx/FAMILY.job.json", "report-FAMILY.md")
 
 
 def prune_stage(stage: str | os.PathLike, kernels) -> list[str]:
@@ -113,6 +115,7 @@ def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = (
     scratch files are left out of what is published.
     """
     stage, dest = Path(stage_dir), Path(results_dir)
+    timeline.write(stage)  # the report's job has ended since the report gathered it
     new = dest.with_name(f".{dest.name}.new")
     old = dest.with_name(f".{dest.name}.old")
     for p in (new, old):
@@ -146,6 +149,7 @@ def report(stage_set_dir: str, others: list[str], references: list[str]) -> None
     from kernellab.report.render import render
 
     stage = Path(stage_set_dir)
+    timeline.write(stage)  # the jobs so far, for the report's timeline
     render(stage.parent, stage.name, stage, others=[Path(p) for p in others], references=[Path(p) for p in references])
 
 

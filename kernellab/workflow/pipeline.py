@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kernellab.engine import cuda_ext, runtime
 from kernellab.io import write_csv, write_json
+from kernellab.workflow.timeline import job_record
 
 log = logging.getLogger("kernellab")
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,9 @@ def logged(log_path: str | None, bytecode: str = ""):
     run's bytecode cache (use_bytecode_cache)."""
     use_bytecode_cache(bytecode)
     try:
-        with _to_log(log_path):
+        # the job's start, end and device for the run's timeline, outside its log: an
+        # interruption is recorded as one
+        with job_record(log_path), _to_log(log_path):
             yield
     except BaseException as exc:
         # Ctrl-C inside a C extension's import surfaces as ImportError("initialization failed")
