@@ -20,16 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
+from kernellab import rows
 
-COLUMNS = [
-    "kernel", "bound", "impl", "backend", "step", "ladder", "impl_key", "shape", "numel", "dtype", "params",
-    "status", "reason", "mode", "median_us", "p20_us", "p80_us", "mean_us", "iqr_us", "stdrel", "n_samples",
-    "converged", "graph_us", "throttled_samples", "sm_clock_mhz", "mem_clock_mhz", "bytes", "flops", "gbps",
-    "tflops", "pct_of_peak_bw", "pct_of_peak_flops", "pct_of_datasheet_bw", "pct_of_datasheet_flops",
-    "speedup_vs_torch_fused", "max_rel_err", "max_abs_err", "check_status", "is_best", "hardware", "run_id",
-    "torch_version", "triton_version", "cuda_version", "timestamp",
-]
+KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
 
 _STATUS_RANK = {"ok": 0, "unavailable": 1, "oom": 2, "timeout": 3, "error": 4, "failed": 5}
 
@@ -142,7 +135,7 @@ def summarize_run(bench: pd.DataFrame, check: pd.DataFrame, survey: dict, bounds
     for key, value in meta.items():
         df[key] = value
     df = df.sort_values(["kernel", "dtype", "params", "impl_key", "numel", "shape"], kind="stable")
-    return df.reindex(columns=COLUMNS)
+    return df.reindex(columns=rows.names())
 
 
 # ------------------------------------------------------------------ environment
