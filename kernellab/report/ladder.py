@@ -214,49 +214,41 @@ def current_finding(kernel: str, impl_key: str) -> str:
     return impl.finding if impl is not None else ""
 
 
-def analyse(res: Results, ld: dict) -> LadderView:
-    kernel, dtype, metric = ld["kernel"], ld["dtype"], ld["metric"]
-    shape, mode, params, note = _pick_rows(res, ld)
-    ceil = ceiling(res.survey, metric, dtype)
-    base_key = ld["baseline_impl_key"]
-    base_row = _find(res, kernel, base_key, shape, dtype, mode, params)
-    base_ok = base_row is not None and base_row.get("valid")
-    unit = metric_label(metric)
-    steps: list[StepView] = []
-    for s in ld["steps"]:
-        order = str(int(s["order"])) if math.isfinite(s["order"]) else ""
-        v = StepView(
-            impl_key=s["impl_key"],
-            step=s["step"] or s["impl_key"],
-            order=order,
-            idea=s["idea"],
-            prediction=s["prediction"],
-            finding=current_finding(kernel, s["impl_key"]) or s.get("finding") or "",
-            expect_speedup=s["expect_speedup"],
-            expect_pct=s["expect_pct_of_peak"],
-            evidence=s["evidence"],
-            cuda_kernels=s["cuda_kernels"],
-        )
-        v.row = _find(res, kernel, s["impl_key"], shape, dtype, mode, params)
-        v.measured = bool(v.row is not None and v.row.get("valid"))
-        if v.measured:
-            r = v.row
-            v.time_us = r["median_us"]
-            v.value = value(r, metric)
-            v.pct_ceiling = pct_of_ceiling(r, metric, res.survey)
-            if base_ok:
-                v.pct_baseline = 100.0 * base_row["median_us"] / r["median_us"]
-        else:
-            v.status_text = _why_not(res, kernel, s["impl_key"], dtype, v.row)
-        v.ncu = _ncu_row(res, kernel, s["impl_key"], dtype, shape)
-        v.ncu_text = _ncu_text(res, kernel, s["impl_key"], v.ncu)
-        steps.append(v)
+def _step_view(res: Results, ld: dict, s: dict, at: tuple, base_row: dict | None) -> StepView:
+    """One step with its measurement at ``at`` (shape, dtype, mode, params), or why it has none."""
+    kernel, metric = ld["kernel"], ld["metric"]
+    shape, dtype, mode, params = at
+    order = str(int(s["order"])) if math.isfinite(s["order"]) else ""
+    v = StepView(
+        impl_key=s["impl_key"],
+        step=s["step"] or s["impl_key"],
+        order=order,
+        idea=s["idea"],
+        prediction=s["prediction"],
+        finding=current_finding(kernel, s["impl_key"]) or s.get("finding") or "",
+        expect_speedup=s["expect_speedup"],
+        expect_pct=s["expect_pct_of_peak"],
+        evidence=s["evidence"],
+        cuda_kernels=s["cuda_kernels"],
+    )
+    v.row = _find(res, kernel, s["impl_key"], shape, dtype, mode, params)
+    v.measured = bool(v.row is not None and v.row.get("valid"))
+    if v.measured:
+        r = v.row
+        v.time_us = r["median_us"]
+        v.value = value(r, metric)
+        v.pct_ceiling = pct_of_ceiling(r, metric, res.survey)
+        if base_row is not None and base_row.get("valid"):
+            v.pct_baseline = 100.0 * base_row["median_us"] / r["median_us"]
+    else:
+        v.status_text = _why_not(res, kernel, s["impl_key"], dtype, v.row)
+    v.ncu = _ncu_row(res, kernel, s["impl_key"], dtype, shape)
+    v.ncu_text = _ncu_text(res, kernel, s["impl_key"], v.ncu)
+    return v
 
-    skip = ""
-    if res.is_cpu:
-        skip = "this is a CPU run; the predictions are for the GPU"
-    elif note:
-        skip = f"the ladder's shape {ld['shape']} was not measured; predictions refer to it"
+
+def _compare_steps(steps: list[StepView], skip: str, base_key: str, unit: str, metric: str) -> None:
+    """Each step against the previous and the first: speedups, regressions, the prediction's verdict."""
     first = steps[0] if steps else None
     for i, v in enumerate(steps):
         prev = steps[i - 1] if i > 0 else None
@@ -275,6 +267,24 @@ def analyse(res: Results, ld: dict) -> LadderView:
         v.heading = f"{v.order + '. ' if v.order else ''}{v.step} ({v.impl_key})"
         if v.regression:
             v.heading += f" — {v.regression}"
+
+
+def analyse(res: Results, ld: dict) -> LadderView:
+    kernel, dtype, metric = ld["kernel"], ld["dtype"], ld["metric"]
+    shape, mode, params, note = _pick_rows(res, ld)
+    ceil = ceiling(res.survey, metric, dtype)
+    base_key = ld["baseline_impl_key"]
+    base_row = _find(res, kernel, base_key, shape, dtype, mode, params)
+    base_ok = base_row is not None and base_row.get("valid")
+    unit = metric_label(metric)
+    steps = [_step_view(res, ld, s, (shape, dtype, mode, params), base_row) for s in ld["steps"]]
+
+    skip = ""
+    if res.is_cpu:
+        skip = "this is a CPU run; the predictions are for the GPU"
+    elif note:
+        skip = f"the ladder's shape {ld['shape']} was not measured; predictions refer to it"
+    _compare_steps(steps, skip, base_key, unit, metric)
 
     heading = f"{kernel} {ld['ladder']} ladder"
     lv = LadderView(
