@@ -7,7 +7,7 @@ import math
 
 from kernellab.report import fmt
 from kernellab.report.model import value
-from kernellab.report.tables import Table
+from kernellab.report.tables import Column, Table, table_of
 
 
 def delta(cur: float, prev: float, kind: str) -> str:
@@ -24,81 +24,54 @@ def delta(cur: float, prev: float, kind: str) -> str:
     return f"{base} ({cur - prev:+.1f})"
 
 
+def _ncu(d: dict, k: str) -> float:
+    return d.get(k, math.nan) if isinstance(d.get(k, math.nan), float) else math.nan
+
+
+def _ncu_column(name: str, key: str, kind: str) -> Column:
+    """A counter of the step's ncu row, with its change from the previous step's."""
+    return Column(name, "num", lambda s: delta(_ncu(s[1], key), _ncu(s[2], key), kind))
+
+
+def _measured(name: str, cell) -> Column:
+    """A cell of the step's measurement; NA for a step without one."""
+    return Column(name, "num", lambda s: cell(s[0]) if s[0].measured else fmt.NA)
+
+
+def _step_columns(lv) -> list[Column]:
+    """The columns of a step's row; a record is (step, its ncu row, the previous step's ncu row)."""
+    return [
+        Column("step", "text", lambda s: f"{s[0].order}. {s[0].step}" if s[0].order else s[0].step),
+        Column("impl_key", "text", lambda s: s[0].impl_key),
+        _measured("time µs", lambda v: fmt.us(v.time_us)),
+        _measured(lv.metric_label, lambda v: fmt.throughput(v.value, lv.metric)),
+        _measured("% of ceiling", lambda v: fmt.pct(v.pct_ceiling)),
+        _measured(f"% of {lv.baseline_key}", lambda v: fmt.pct(v.pct_baseline)),
+        _measured("× prev", lambda v: fmt.ratio(v.speedup_prev)),
+        _measured("× first", lambda v: fmt.ratio(v.speedup_first)),
+        _ncu_column("ncu µs", "duration_us", "rel"),
+        _ncu_column("DRAM %", "dram_pct", "pp"),
+        _ncu_column("SM %", "sm_pct", "pp"),
+        _ncu_column("occupancy %", "achieved_occupancy", "pp"),
+        _ncu_column("registers", "registers", "int"),
+        Column("prediction held", "text", lambda s: s[0].held),
+        Column("note", "text", lambda s: s[0].regression if s[0].measured else "⚠ " + s[0].status_text),
+    ]
+
+
+def _step_flag(s) -> str:
+    v = s[0]
+    if not v.measured:
+        return "bad"
+    return "warn" if v.regression else ""
+
+
 def ladder_table(lv) -> Table:
     """The ladder's table: a row per step (a ``ladder.StepView``: its measurement, its Nsight Compute
     counters beside the previous step's, whether its prediction held), then the baseline's."""
-    unit = lv.metric_label
-    t = Table(
-        [
-            "step",
-            "impl_key",
-            "time µs",
-            unit,
-            "% of ceiling",
-            f"% of {lv.baseline_key}",
-            "× prev",
-            "× first",
-            "ncu µs",
-            "DRAM %",
-            "SM %",
-            "occupancy %",
-            "registers",
-            "prediction held",
-            "note",
-        ],
-        numeric=[
-            False,
-            False,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            False,
-            False,
-        ],
-    )
-    prev_ncu: dict | None = None
-    for v in lv.steps:
-        n = v.ncu or {}
-        p = prev_ncu or {}
-
-        def g(d, k):
-            return d.get(k, math.nan) if isinstance(d.get(k, math.nan), float) else math.nan
-
-        ncu_cells = [
-            delta(g(n, "duration_us"), g(p, "duration_us"), "rel"),
-            delta(g(n, "dram_pct"), g(p, "dram_pct"), "pp"),
-            delta(g(n, "sm_pct"), g(p, "sm_pct"), "pp"),
-            delta(g(n, "achieved_occupancy"), g(p, "achieved_occupancy"), "pp"),
-            delta(g(n, "registers"), g(p, "registers"), "int"),
-        ]
-        if v.measured:
-            note = v.regression
-            flag = "warn" if v.regression else ""
-            cells = [
-                fmt.us(v.time_us),
-                fmt.throughput(v.value, lv.metric),
-                fmt.pct(v.pct_ceiling),
-                fmt.pct(v.pct_baseline),
-                fmt.ratio(v.speedup_prev),
-                fmt.ratio(v.speedup_first),
-            ]
-        else:
-            note = "⚠ " + v.status_text
-            flag = "bad"
-            cells = [fmt.NA] * 6
-        t.add(
-            [f"{v.order}. {v.step}" if v.order else v.step, v.impl_key, *cells, *ncu_cells, v.held, note],
-            flag,
-        )
-        prev_ncu = v.ncu
+    prev = [None, *(v.ncu for v in lv.steps)]
+    records = [(v, v.ncu or {}, p or {}) for v, p in zip(lv.steps, prev, strict=False)]
+    t = table_of(_step_columns(lv), records, flag=_step_flag)
     b = lv.baseline_row
     if b is not None and b.get("valid"):
         t.add(
