@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from kernellab.report.fmt import to_float
 from kernellab.report.load import Results, case_key, check_failed, is_valid
-from kernellab.rows import to_float
 
 BASELINE = "torch_fused"
 _COMPUTE_NAME = re.compile(r"matmul|gemm|(^|_)b?mm($|_)|conv|attention|attn", re.IGNORECASE)

@@ -8,9 +8,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from kernellab.report import plots  # plots.png_bytes by name: the tests look at each figure through it
-from kernellab.report.fmt import mpl_text
+from kernellab.report.fmt import mpl_text, to_float
 from kernellab.report.plots import DPI, colors_for, finite_pos, log_ticks, markers_for, style
-from kernellab.rows import to_float
 
 
 def _fixed(fixed: dict, key: str) -> str:
