@@ -52,7 +52,7 @@ def write_text(path, text: str) -> None:
         elif suffix == ".xz":
             tmp.write_bytes(lzma.compress(text.encode()))
         else:
-            tmp.write_text(text)
+            tmp.write_text(text, encoding="utf-8", newline="\n")  # the same bytes on every platform
 
 
 def read_text(path, max_bytes: int | None = None) -> str:

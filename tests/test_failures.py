@@ -21,7 +21,7 @@ from kernellab.engine import registry
 from kernellab.engine.cases import Case
 from kernellab.engine.harness import Progress, check_impl, where_raised
 from kernellab.engine.testing import in_fresh_interpreter
-from kernellab.workflow import assemble
+from kernellab.workflow import aggregate, assemble
 from kernellab.workflow.run_summary import closing, finish
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,11 +52,11 @@ def _set(tmp: Path, edit) -> Path:
                 path.write_text("\n")  # what write_csv gives for no rows and no columns
             else:
                 df.to_csv(path, index=False)
-    assemble.aggregate(_config(), None, str(stage / "survey.json"),
-                       [str(stage / "bench" / f"{k}.csv") for k in KERNELS],
-                       [str(stage / "check" / f"{k}.csv") for k in KERNELS], [], [],
-                       str(stage / "summary.csv"), str(stage / "ladders.json"), str(stage / "environment.json"),
-                       command="snakemake --cores 1")
+    aggregate.run(_config(), None, str(stage / "survey.json"),
+                  [str(stage / "bench" / f"{k}.csv") for k in KERNELS],
+                  [str(stage / "check" / f"{k}.csv") for k in KERNELS], [], [],
+                  str(stage / "summary.csv"), str(stage / "ladders.json"), str(stage / "environment.json"),
+                  command="snakemake --cores 1")
     assemble.report(str(stage), [], [])
     return stage
 

@@ -297,6 +297,19 @@ def test_rerender_removes_stale_plots(tmp_path):
     assert not (tmp_path / "plots" / "old_kernel_latency.png").exists()
 
 
+def test_rendering_again_replaces_each_page_whole(tmp_path):
+    """A reader of the previous report.md (or a figure) keeps reading that file whole while the set is
+    rendered again: each page is written beside it and renamed over it, and no scratch file is left."""
+    render(FIXTURE, "cpu-x86_64", tmp_path)
+    before = (tmp_path / "report.md").read_bytes()
+    with (tmp_path / "report.md").open("rb") as reader:
+        (tmp_path / "report.md").write_bytes(b"a page being read")  # what the reader holds from here on
+        render(FIXTURE, "cpu-x86_64", tmp_path)
+        assert reader.read() == b"a page being read"
+    assert (tmp_path / "report.md").read_bytes() == before
+    assert not [p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
 # ------------------------------------------------------------------ failures and best
 def test_failing_rows_are_flagged_and_never_best(gpu):
     rows = summary_rows("fake-gpu")

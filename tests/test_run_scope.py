@@ -15,7 +15,7 @@ import yaml
 
 from kernellab.engine import cuda_ext
 from kernellab.errors import ConfigError, Unavailable
-from kernellab.workflow import assemble
+from kernellab.workflow import aggregate, assemble
 from kernellab.workflow import config as kl_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,7 +153,7 @@ def test_each_family_loads_its_own_build(tmp_path):
             cuda_ext.ops("softmax")
     finally:
         cuda_ext.configure(None)
-    summary = assemble.build_summary(builds)
+    summary = aggregate.build_summary(builds)
     assert summary["status"] == "unavailable" and summary["families"] == {"bad": "unavailable", "gelu": "unavailable"}
     assert "gelu: no nvcc here" in summary["reason"]
 

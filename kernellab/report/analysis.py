@@ -29,15 +29,10 @@ from kernellab.report.tables import Table, kv_table
 from kernellab.report.views import KernelView, View
 
 
-def build(res: Results, others: list[Results], workers: int = 1) -> View:
-    """The report's view of ``res`` compared with ``others``; figures are drawn on up to
-    ``workers`` processes."""
-    annotate(res)
-    for o in others:
-        annotate(o)
-    kernels = res.kernels()
-    metrics = {k: kernel_metric(res, k) for k in kernels}
-    ladders = analyse_all(res)
+def _kernel_views(res: Results, kernels: list[str], metrics: dict[str, str], ladders: list,
+                  workers: int) -> list[KernelView]:
+    """A section per kernel (its figures drawn on up to ``workers`` processes), then one for the
+    CUDA kernels of no listed family."""
     res_by_kernel, res_rest = assign_resources(res)
     images = kernel_images(res, metrics, workers)
     kviews = []
@@ -71,9 +66,11 @@ def build(res: Results, others: list[Results], workers: int = 1) -> View:
         )
         extra.resources = resources_table(res_rest)
         kviews.append(extra)
-    roof, roof_note = roofline_image(res)
-    field = ours_vs_field(res, metrics)
-    env = res.environment
+    return kviews
+
+
+def _software(env: dict) -> tuple[str, Table, str]:
+    """The run's config as YAML, its software versions and its git commit, from environment.json."""
     config = env.get("config")
     try:
         config_yaml = (
@@ -92,6 +89,23 @@ def build(res: Results, others: list[Results], workers: int = 1) -> View:
     git = fmt.text(env.get("git_commit")) or fmt.NA
     if fmt.to_bool(env.get("git_dirty")):
         git += " (working tree had uncommitted changes)"
+    return config_yaml, versions, git
+
+
+def build(res: Results, others: list[Results], workers: int = 1) -> View:
+    """The report's view of ``res`` compared with ``others``; figures are drawn on up to
+    ``workers`` processes."""
+    annotate(res)
+    for o in others:
+        annotate(o)
+    kernels = res.kernels()
+    metrics = {k: kernel_metric(res, k) for k in kernels}
+    ladders = analyse_all(res)
+    kviews = _kernel_views(res, kernels, metrics, ladders, workers)
+    roof, roof_note = roofline_image(res)
+    field = ours_vs_field(res, metrics)
+    env = res.environment
+    config_yaml, versions, git = _software(env)
     return View(
         hardware=res.hardware,
         device_name=fmt.text(res.survey.get("device_name")) or fmt.text(env.get("gpu_name")),

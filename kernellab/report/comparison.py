@@ -57,6 +57,41 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
 
     a, b = index(res.summary), index(other.summary)
     keys = sorted(set(a) & set(b), key=lambda k: (k[0], k[2], k[4], shape_sort_key(k[3]), k[1]))
+    t, pairs = _common_cases(res, other, a, b, keys, threshold)
+    cv.table = t
+    cv.by_kernel = _by_kernel(res, other, pairs)
+    data = plot_comparison.medians(pairs, res.hardware, other.hardware)
+    if data:
+        cv.image = Image(
+            name=f"compare_{html_id(other.hardware)}",
+            alt=f"median times, {res.hardware} vs {other.hardware}, colored SAME, FASTER, SLOWER, AMBIGUOUS",
+            caption=(
+                f"Median time of each common case: {res.hardware} (x) against {other.hardware} (y), "
+                f"colored by the verdict for {res.hardware}."
+            ),
+            data=data,
+        )
+    groups = scaling.groups(res, other, pairs)
+    cv.ceilings = scaling.ceiling_image(groups, res, other)
+    cv.ceiling_lines = [scaling.group_line(g, res, other) for g in groups]
+    cv.slower_clocks, cv.clocks_note = slower_compute_table(res, other, pairs)
+    if not pairs:
+        cv.note = "No case was measured correctly on both."
+    else:
+        cv.note = (
+            f"{len(pairs)} common case(s), correct on both. A ratio above 1× means {res.hardware} is "
+            "faster. Modes are matched when both ran the same one. Verdict for "
+            f"{res.hardware}, against {other.hardware}: SAME when the medians differ by at most "
+            f"{100 * threshold:g}% (compare.threshold) or the two runs' noise (stdrel) added together; "
+            "FASTER or SLOWER when they differ by more and the p20–p80 intervals do not overlap; "
+            "AMBIGUOUS when they differ by more but the intervals overlap."
+        )
+    return cv
+
+
+def _common_cases(res: Results, other: Results, a: dict, b: dict, keys: list[tuple],
+                  threshold: float) -> tuple[Table, list[dict]]:
+    """The common cases' table, and each case as a pair of rows with its time ratio and verdict."""
     t = Table(
         [
             "kernel",
@@ -115,7 +150,11 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
                 "verdict": verdict,
             }
         )
-    cv.table = t
+    return t, pairs
+
+
+def _by_kernel(res: Results, other: Results, pairs: list[dict]) -> Table:
+    """Per kernel: the common cases, their verdicts and time ratios."""
     bk = Table(
         ["kernel", "common cases", *VERDICTS, f"geomean {other.hardware} / {res.hardware}", "min", "max"],
         numeric=[False, True] + [True] * len(VERDICTS) + [True, True, True],
@@ -125,34 +164,7 @@ def comparison_view(res: Results, other: Results) -> ComparisonView:
         rs = [p["ratio"] for p in ps]
         counts = [str(sum(p["verdict"] == v for p in ps)) for v in VERDICTS]
         bk.add([kernel, str(len(rs)), *counts, fmt.ratio(geomean(rs)), fmt.ratio(min(rs)), fmt.ratio(max(rs))])
-    cv.by_kernel = bk
-    data = plot_comparison.medians(pairs, res.hardware, other.hardware)
-    if data:
-        cv.image = Image(
-            name=f"compare_{html_id(other.hardware)}",
-            alt=f"median times, {res.hardware} vs {other.hardware}, colored SAME, FASTER, SLOWER, AMBIGUOUS",
-            caption=(
-                f"Median time of each common case: {res.hardware} (x) against {other.hardware} (y), "
-                f"colored by the verdict for {res.hardware}."
-            ),
-            data=data,
-        )
-    groups = scaling.groups(res, other, pairs)
-    cv.ceilings = scaling.ceiling_image(groups, res, other)
-    cv.ceiling_lines = [scaling.group_line(g, res, other) for g in groups]
-    cv.slower_clocks, cv.clocks_note = slower_compute_table(res, other, pairs)
-    if not pairs:
-        cv.note = "No case was measured correctly on both."
-    else:
-        cv.note = (
-            f"{len(pairs)} common case(s), correct on both. A ratio above 1× means {res.hardware} is "
-            "faster. Modes are matched when both ran the same one. Verdict for "
-            f"{res.hardware}, against {other.hardware}: SAME when the medians differ by at most "
-            f"{100 * threshold:g}% (compare.threshold) or the two runs' noise (stdrel) added together; "
-            "FASTER or SLOWER when they differ by more and the p20–p80 intervals do not overlap; "
-            "AMBIGUOUS when they differ by more but the intervals overlap."
-        )
-    return cv
+    return bk
 
 
 def compare_verdicts(res: Results) -> Table:

@@ -13,6 +13,8 @@ import math
 import re
 import unicodedata
 
+from kernellab.rows import to_bool, to_float
+
 NA = "–"  # shown for a missing number
 
 
@@ -22,30 +24,6 @@ class Md(str):
 
 def is_num(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def to_float(x) -> float:
-    """float(x), or NaN for anything empty or unparsable."""
-    if isinstance(x, bool):
-        return math.nan
-    if isinstance(x, (int, float)):
-        return float(x)
-    try:
-        s = str(x).strip()
-        return float(s) if s else math.nan
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def to_bool(x) -> bool | None:
-    if isinstance(x, bool):
-        return x
-    s = str(x).strip().lower() if x is not None else ""
-    if s in ("true", "1", "yes", "y", "t"):
-        return True
-    if s in ("false", "0", "no", "n", "f"):
-        return False
-    return None
 
 
 # ------------------------------------------------------------------ numbers

@@ -12,59 +12,42 @@ from kernellab.report.model import (
     pct_of_ceiling,
     value,
 )
-from kernellab.report.tables import Table
+from kernellab.report.tables import Column, Table, field_column, table_of
+
+
+def _case_columns(res: Results, metric: str) -> list[Column]:
+    def spread(r):
+        if math.isfinite(r["p20_us"]) and math.isfinite(r["p80_us"]):
+            return f"{fmt.us(r['p20_us'])}–{fmt.us(r['p80_us'])}"
+        return fmt.NA
+
+    return [
+        Column("mark", "text", lambda r: flag_of(r)[1]),
+        field_column("impl_key"),
+        field_column("dtype"),
+        field_column("shape"),
+        field_column("params"),
+        field_column("mode"),
+        Column("median µs", "num", lambda r: fmt.us(r["median_us"])),
+        Column("p20–p80 µs", "num", spread),
+        Column(metric_label(metric), "num", lambda r: fmt.throughput(value(r, metric), metric)),
+        Column("% of peak", "num",
+               lambda r: fmt.pct(pct_of_ceiling(r, metric, res.survey)) + (" ↑" if r.get("above_survey") else "")),
+        Column("speedup", "num", lambda r: fmt.ratio(r["speedup"])),
+        Column("stdrel", "num", lambda r: fmt.pct(100 * r["stdrel"], 2)),
+        Column("n", "num", lambda r: fmt.integer(r["n_samples"])),
+        Column("converged", "text", lambda r: fmt.yes_no(r["converged"])),
+        Column("SM MHz", "num", lambda r: fmt.integer(r["sm_clock_mhz"])),
+        Column("graph µs", "num", lambda r: fmt.us(r["graph_us"])),
+        Column("throttled", "num", lambda r: fmt.integer(r["throttled_samples"])),
+        Column("rel err", "num", lambda r: fmt.sci(r["max_rel_err"])),
+        Column("check", "text", lambda r: r["check_status"] or fmt.NA),
+        field_column("status"),
+        field_column("reason"),
+    ]
 
 
 def cases_table(res: Results, kernel: str, metric: str) -> Table:
-    unit = metric_label(metric)
-    t = Table(
-        [
-            "mark",
-            "impl_key",
-            "dtype",
-            "shape",
-            "params",
-            "mode",
-            "median µs",
-            "p20–p80 µs",
-            unit,
-            "% of peak",
-            "speedup",
-            "stdrel",
-            "n",
-            "converged",
-            "SM MHz",
-            "graph µs",
-            "throttled",
-            "rel err",
-            "check",
-            "status",
-            "reason",
-        ],
-        numeric=[
-            False,
-            False,
-            False,
-            False,
-            False,
-            False,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            False,
-            True,
-            True,
-            True,
-            True,
-            False,
-            False,
-            False,
-        ],
-    )
     rows = [r for r in res.summary if r["kernel"] == kernel]
     rows.sort(
         key=lambda r: (
@@ -75,40 +58,7 @@ def cases_table(res: Results, kernel: str, metric: str) -> Table:
             r["impl_key"],
         )
     )
-    for r in rows:
-        flag, mark = flag_of(r)
-        spread = (
-            f"{fmt.us(r['p20_us'])}–{fmt.us(r['p80_us'])}"
-            if math.isfinite(r["p20_us"]) and math.isfinite(r["p80_us"])
-            else fmt.NA
-        )
-        t.add(
-            [
-                mark,
-                r["impl_key"],
-                r["dtype"],
-                r["shape"],
-                r["params"],
-                r["mode"],
-                fmt.us(r["median_us"]),
-                spread,
-                fmt.throughput(value(r, metric), metric),
-                fmt.pct(pct_of_ceiling(r, metric, res.survey)) + (" ↑" if r.get("above_survey") else ""),
-                fmt.ratio(r["speedup"]),
-                fmt.pct(100 * r["stdrel"], 2),
-                fmt.integer(r["n_samples"]),
-                fmt.yes_no(r["converged"]),
-                fmt.integer(r["sm_clock_mhz"]),
-                fmt.us(r["graph_us"]),
-                fmt.integer(r["throttled_samples"]),
-                fmt.sci(r["max_rel_err"]),
-                r["check_status"] or fmt.NA,
-                r["status"],
-                r["reason"],
-            ],
-            flag,
-        )
-    return t
+    return table_of(_case_columns(res, metric), rows, flag=lambda r: flag_of(r)[0])
 
 
 def correctness_table(res: Results, kernel: str) -> tuple[Table, str]:

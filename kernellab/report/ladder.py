@@ -6,7 +6,7 @@ case, computes time, throughput, % of the measured ceiling, % of the baseline an
 speedups over the previous and the first step, pulls the step's Nsight Compute row,
 and checks the numeric prediction (``expect_speedup`` over the previous step,
 ``expect_pct_of_peak``) against the measurement. Slower-than-previous steps stay in
-the table and are labelled regressions.
+the table and are labelled regressions. The table itself is ``ladder_table``'s.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from kernellab.engine.stats import AMBIGUOUS, SLOWER, classify
 from kernellab.report import fmt
 from kernellab.report.fmt import gh_anchor
+from kernellab.report.ladder_table import ladder_table
 from kernellab.report.load import Results, check_failed, shape_numel, shape_sort_key
 from kernellab.report.model import ceiling, metric_label, pct_of_ceiling, value
 from kernellab.report.tables import Table
@@ -83,20 +84,6 @@ def _held_range(measured: float, rng: tuple, what: str, unit: str) -> tuple[bool
     inside = lo <= measured <= hi
     where = "within" if inside else ("above" if measured > hi else "below")
     return inside, f"{what} {measured:.3g}{unit}, predicted {lo:g}–{hi:g}{unit}: {where} the range"
-
-
-def _delta(cur: float, prev: float, kind: str) -> str:
-    """ncu cell: the value and its change from the previous step."""
-    if not math.isfinite(cur):
-        return fmt.NA
-    base = f"{cur:,.1f}" if kind != "int" else f"{int(round(cur))}"
-    if not math.isfinite(prev):
-        return base
-    if kind == "rel":
-        return f"{base} ({(cur / prev - 1) * 100:+.0f}%)" if prev > 0 else base
-    if kind == "int":
-        return f"{base} ({int(round(cur - prev)):+d})"
-    return f"{base} ({cur - prev:+.1f})"
 
 
 def _pick_rows(res: Results, ld: dict) -> tuple[str, str, str, str]:
@@ -227,49 +214,41 @@ def current_finding(kernel: str, impl_key: str) -> str:
     return impl.finding if impl is not None else ""
 
 
-def analyse(res: Results, ld: dict) -> LadderView:
-    kernel, dtype, metric = ld["kernel"], ld["dtype"], ld["metric"]
-    shape, mode, params, note = _pick_rows(res, ld)
-    ceil = ceiling(res.survey, metric, dtype)
-    base_key = ld["baseline_impl_key"]
-    base_row = _find(res, kernel, base_key, shape, dtype, mode, params)
-    base_ok = base_row is not None and base_row.get("valid")
-    unit = metric_label(metric)
-    steps: list[StepView] = []
-    for s in ld["steps"]:
-        order = str(int(s["order"])) if math.isfinite(s["order"]) else ""
-        v = StepView(
-            impl_key=s["impl_key"],
-            step=s["step"] or s["impl_key"],
-            order=order,
-            idea=s["idea"],
-            prediction=s["prediction"],
-            finding=current_finding(kernel, s["impl_key"]) or s.get("finding") or "",
-            expect_speedup=s["expect_speedup"],
-            expect_pct=s["expect_pct_of_peak"],
-            evidence=s["evidence"],
-            cuda_kernels=s["cuda_kernels"],
-        )
-        v.row = _find(res, kernel, s["impl_key"], shape, dtype, mode, params)
-        v.measured = bool(v.row is not None and v.row.get("valid"))
-        if v.measured:
-            r = v.row
-            v.time_us = r["median_us"]
-            v.value = value(r, metric)
-            v.pct_ceiling = pct_of_ceiling(r, metric, res.survey)
-            if base_ok:
-                v.pct_baseline = 100.0 * base_row["median_us"] / r["median_us"]
-        else:
-            v.status_text = _why_not(res, kernel, s["impl_key"], dtype, v.row)
-        v.ncu = _ncu_row(res, kernel, s["impl_key"], dtype, shape)
-        v.ncu_text = _ncu_text(res, kernel, s["impl_key"], v.ncu)
-        steps.append(v)
+def _step_view(res: Results, ld: dict, s: dict, at: tuple, base_row: dict | None) -> StepView:
+    """One step with its measurement at ``at`` (shape, dtype, mode, params), or why it has none."""
+    kernel, metric = ld["kernel"], ld["metric"]
+    shape, dtype, mode, params = at
+    order = str(int(s["order"])) if math.isfinite(s["order"]) else ""
+    v = StepView(
+        impl_key=s["impl_key"],
+        step=s["step"] or s["impl_key"],
+        order=order,
+        idea=s["idea"],
+        prediction=s["prediction"],
+        finding=current_finding(kernel, s["impl_key"]) or s.get("finding") or "",
+        expect_speedup=s["expect_speedup"],
+        expect_pct=s["expect_pct_of_peak"],
+        evidence=s["evidence"],
+        cuda_kernels=s["cuda_kernels"],
+    )
+    v.row = _find(res, kernel, s["impl_key"], shape, dtype, mode, params)
+    v.measured = bool(v.row is not None and v.row.get("valid"))
+    if v.measured:
+        r = v.row
+        v.time_us = r["median_us"]
+        v.value = value(r, metric)
+        v.pct_ceiling = pct_of_ceiling(r, metric, res.survey)
+        if base_row is not None and base_row.get("valid"):
+            v.pct_baseline = 100.0 * base_row["median_us"] / r["median_us"]
+    else:
+        v.status_text = _why_not(res, kernel, s["impl_key"], dtype, v.row)
+    v.ncu = _ncu_row(res, kernel, s["impl_key"], dtype, shape)
+    v.ncu_text = _ncu_text(res, kernel, s["impl_key"], v.ncu)
+    return v
 
-    skip = ""
-    if res.is_cpu:
-        skip = "this is a CPU run; the predictions are for the GPU"
-    elif note:
-        skip = f"the ladder's shape {ld['shape']} was not measured; predictions refer to it"
+
+def _compare_steps(steps: list[StepView], skip: str, base_key: str, unit: str, metric: str) -> None:
+    """Each step against the previous and the first: speedups, regressions, the prediction's verdict."""
     first = steps[0] if steps else None
     for i, v in enumerate(steps):
         prev = steps[i - 1] if i > 0 else None
@@ -288,6 +267,24 @@ def analyse(res: Results, ld: dict) -> LadderView:
         v.heading = f"{v.order + '. ' if v.order else ''}{v.step} ({v.impl_key})"
         if v.regression:
             v.heading += f" — {v.regression}"
+
+
+def analyse(res: Results, ld: dict) -> LadderView:
+    kernel, dtype, metric = ld["kernel"], ld["dtype"], ld["metric"]
+    shape, mode, params, note = _pick_rows(res, ld)
+    ceil = ceiling(res.survey, metric, dtype)
+    base_key = ld["baseline_impl_key"]
+    base_row = _find(res, kernel, base_key, shape, dtype, mode, params)
+    base_ok = base_row is not None and base_row.get("valid")
+    unit = metric_label(metric)
+    steps = [_step_view(res, ld, s, (shape, dtype, mode, params), base_row) for s in ld["steps"]]
+
+    skip = ""
+    if res.is_cpu:
+        skip = "this is a CPU run; the predictions are for the GPU"
+    elif note:
+        skip = f"the ladder's shape {ld['shape']} was not measured; predictions refer to it"
+    _compare_steps(steps, skip, base_key, unit, metric)
 
     heading = f"{kernel} {ld['ladder']} ladder"
     lv = LadderView(
@@ -310,7 +307,7 @@ def analyse(res: Results, ld: dict) -> LadderView:
         heading=heading,
         anchor=gh_anchor(heading),
     )
-    lv.table = _table(lv)
+    lv.table = ladder_table(lv)
     return lv
 
 
@@ -368,112 +365,6 @@ def _outcome(v: StepView, first: StepView | None, base_key: str, unit: str, metr
     elif v.regression:
         text += f" Possibly slower than {v.prev_step} (the p20–p80 intervals overlap)."
     return text
-
-
-def _table(lv: LadderView) -> Table:
-    unit = lv.metric_label
-    t = Table(
-        [
-            "step",
-            "impl_key",
-            "time µs",
-            unit,
-            "% of ceiling",
-            f"% of {lv.baseline_key}",
-            "× prev",
-            "× first",
-            "ncu µs",
-            "DRAM %",
-            "SM %",
-            "occupancy %",
-            "registers",
-            "prediction held",
-            "note",
-        ],
-        numeric=[
-            False,
-            False,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            True,
-            False,
-            False,
-        ],
-    )
-    prev_ncu: dict | None = None
-    for v in lv.steps:
-        n = v.ncu or {}
-        p = prev_ncu or {}
-
-        def g(d, k):
-            return d.get(k, math.nan) if isinstance(d.get(k, math.nan), float) else math.nan
-
-        ncu_cells = [
-            _delta(g(n, "duration_us"), g(p, "duration_us"), "rel"),
-            _delta(g(n, "dram_pct"), g(p, "dram_pct"), "pp"),
-            _delta(g(n, "sm_pct"), g(p, "sm_pct"), "pp"),
-            _delta(g(n, "achieved_occupancy"), g(p, "achieved_occupancy"), "pp"),
-            _delta(g(n, "registers"), g(p, "registers"), "int"),
-        ]
-        if v.measured:
-            note = v.regression
-            flag = "warn" if v.regression else ""
-            cells = [
-                fmt.us(v.time_us),
-                fmt.throughput(v.value, lv.metric),
-                fmt.pct(v.pct_ceiling),
-                fmt.pct(v.pct_baseline),
-                fmt.ratio(v.speedup_prev),
-                fmt.ratio(v.speedup_first),
-            ]
-        else:
-            note = "⚠ " + v.status_text
-            flag = "bad"
-            cells = [fmt.NA] * 6
-        t.add(
-            [f"{v.order}. {v.step}" if v.order else v.step, v.impl_key, *cells, *ncu_cells, v.held, note],
-            flag,
-        )
-        prev_ncu = v.ncu
-    b = lv.baseline_row
-    if b is not None and b.get("valid"):
-        t.add(
-            [
-                f"baseline: {lv.baseline_key}",
-                lv.baseline_key,
-                fmt.us(b["median_us"]),
-                fmt.throughput(value(b, lv.metric), lv.metric),
-                fmt.pct(lv.baseline_pct),
-                "100.0%",
-                fmt.NA,
-                fmt.NA,
-                *[fmt.NA] * 5,
-                "",
-                "reference",
-            ],
-            "good",
-        )
-    elif b is not None:
-        t.add(
-            [
-                f"baseline: {lv.baseline_key}",
-                lv.baseline_key,
-                *[fmt.NA] * 11,
-                "",
-                f"⚠ baseline {b['status'] if b['status'] != 'ok' else 'incorrect'}"
-                + (f": {b['reason']}" if b["reason"] else ""),
-            ],
-            "bad",
-        )
-    return t
 
 
 def analyse_all(res: Results) -> list[LadderView]:

@@ -1,7 +1,8 @@
 """Reading ``results/<hardware>/``: every file optional, every column optional.
 
 Rows come back as plain dicts with typed values (str, float with NaN for missing,
-bool or None), sorted, so the pages built from them do not depend on file order.
+bool or None; summary.csv's typed by its one definition, ``kernellab.rows``), sorted,
+so the pages built from them do not depend on file order.
 Problems (a malformed JSON file, a CSV without a header) become ``warnings`` shown in
 the report instead of exceptions.
 """
@@ -14,58 +15,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernellab.report.fmt import to_bool, to_float
+from kernellab import rows
+from kernellab.rows import to_bool, to_float
 
 csv.field_size_limit(1 << 24)
-
-SUMMARY_STR = (
-    "kernel",
-    "impl",
-    "backend",
-    "step",
-    "ladder",
-    "impl_key",
-    "shape",
-    "dtype",
-    "params",
-    "status",
-    "reason",
-    "mode",
-    "check_status",
-    "hardware",
-    "run_id",
-    "torch_version",
-    "triton_version",
-    "cuda_version",
-    "timestamp",
-    "bound",
-)
-SUMMARY_NUM = (
-    "numel",
-    "median_us",
-    "p20_us",
-    "p80_us",
-    "mean_us",
-    "iqr_us",
-    "stdrel",
-    "n_samples",
-    "graph_us",
-    "throttled_samples",
-    "sm_clock_mhz",
-    "mem_clock_mhz",
-    "bytes",
-    "flops",
-    "gbps",
-    "tflops",
-    "pct_of_peak_bw",
-    "pct_of_peak_flops",
-    "pct_of_datasheet_bw",
-    "pct_of_datasheet_flops",
-    "speedup_vs_torch_fused",
-    "max_rel_err",
-    "max_abs_err",
-)
-SUMMARY_BOOL = ("converged", "is_best")
 
 CHECK_NUM = ("seed", "rel_err", "max_abs", "tol")
 PROFILE_NUM = ("rank", "calls", "cpu_time_us", "device_time_us", "pct")
@@ -221,7 +174,7 @@ def _per_kernel(
 
 
 def normalize_summary_row(raw: dict) -> dict:
-    r = typed(raw, SUMMARY_STR, SUMMARY_NUM, SUMMARY_BOOL)
+    r = rows.typed(raw)
     if not r["impl_key"]:
         r["impl_key"] = f"{r['impl']}@{r['step']}" if r["step"] else r["impl"]
     if not r["impl"]:

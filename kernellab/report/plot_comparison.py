@@ -77,6 +77,74 @@ def _rank_spread(values: list[float], height: float) -> list[float]:
     return out
 
 
+def _draw_rows(ax, rows: list[dict]) -> None:
+    """Each family's row: its cases by verdict, the ceilings' ratio (a bar), the median (a diamond)."""
+    n = len(rows)
+    for i, r in enumerate(rows):
+        y = n - 1 - i
+        if i:
+            ax.axhline(y + 0.5, color="#dddddd", linewidth=0.6)
+        dys = _rank_spread([us for _, _, us in r["points"]], 0.56)
+        for verdict, color in VERDICT_COLORS.items():
+            sel = [(x, y + dy) for (x, v, _), dy in zip(r["points"], dys, strict=True) if v == verdict]
+            if sel:
+                ax.scatter(
+                    [s[0] for s in sel],
+                    [s[1] for s in sel],
+                    color=color,
+                    s=22,
+                    alpha=0.85,
+                    edgecolors="none",
+                    zorder=2,
+                )
+        if finite_pos(r["predicted"]):
+            # under the points: a case exactly at the prediction stays visible
+            ax.plot([r["predicted"]] * 2, [y - 0.42, y + 0.42], color="#000000", linewidth=2.4, zorder=1.5)
+        if finite_pos(r["median"]):
+            ax.scatter(
+                [r["median"]],
+                [y],
+                marker="D",
+                s=46,
+                facecolors="none",
+                edgecolors="#000000",
+                linewidths=1.3,
+                zorder=4,
+            )
+
+
+def _legend(fig, same, counts: dict[str, int], this: str, anchor: tuple[float, float]) -> None:
+    """The verdicts with their counts, the ceilings' ratio, the median and the 1× line, right of the plot."""
+    handles: list = [
+        Line2D([], [], color=c, marker="o", linestyle="", label=f"{v} ({counts[v]})")
+        for v, c in VERDICT_COLORS.items()
+    ]
+    handles += [
+        Line2D(
+            [],
+            [],
+            color="#000000",
+            marker="|",
+            markersize=12,
+            markeredgewidth=2.4,
+            linestyle="",
+            label="ceilings' ratio",
+        ),
+        Line2D([], [], color="#000000", marker="D", markerfacecolor="none", linestyle="", label="median"),
+        same,
+    ]
+    fig.legend(
+        handles,
+        [h.get_label() for h in handles],
+        loc="upper left",
+        bbox_to_anchor=anchor,
+        fontsize=8,
+        frameon=False,
+        title=mpl_text(f"verdict for {this}"),
+        title_fontsize=8,
+    )
+
+
 def ceiling_ratios(rows: list[dict], this: str, other: str) -> bytes | None:
     """One row per family: each case's time ratio other / this (log x), colored by verdict,
     against a black bar at the ratio the two machines' ceilings predict and a diamond at the
@@ -109,37 +177,7 @@ def ceiling_ratios(rows: list[dict], this: str, other: str) -> bytes | None:
         ax.set_xscale("log")
         ax.grid(axis="y", visible=False)
         same = ax.axvline(1.0, color="#555555", linestyle="--", linewidth=1.0, label="same time (1×)")
-        for i, r in enumerate(rows):
-            y = n - 1 - i
-            if i:
-                ax.axhline(y + 0.5, color="#dddddd", linewidth=0.6)
-            dys = _rank_spread([us for _, _, us in r["points"]], 0.56)
-            for verdict, color in VERDICT_COLORS.items():
-                sel = [(x, y + dy) for (x, v, _), dy in zip(r["points"], dys, strict=True) if v == verdict]
-                if sel:
-                    ax.scatter(
-                        [s[0] for s in sel],
-                        [s[1] for s in sel],
-                        color=color,
-                        s=22,
-                        alpha=0.85,
-                        edgecolors="none",
-                        zorder=2,
-                    )
-            if finite_pos(r["predicted"]):
-                # under the points: a case exactly at the prediction stays visible
-                ax.plot([r["predicted"]] * 2, [y - 0.42, y + 0.42], color="#000000", linewidth=2.4, zorder=1.5)
-            if finite_pos(r["median"]):
-                ax.scatter(
-                    [r["median"]],
-                    [y],
-                    marker="D",
-                    s=46,
-                    facecolors="none",
-                    edgecolors="#000000",
-                    linewidths=1.3,
-                    zorder=4,
-                )
+        _draw_rows(ax, rows)
         ax.set_yticks(range(n))
         ax.set_yticklabels([mpl_text(r["label"]) for r in reversed(rows)])
         ax.set_ylim(-0.6, n - 0.4)
@@ -147,32 +185,5 @@ def ceiling_ratios(rows: list[dict], this: str, other: str) -> bytes | None:
         ratio_ticks(ax.xaxis)
         ax.set_xlabel(mpl_text(f"time ratio {other} / {this} (right of 1×: {this} faster)"))
         ax.set_title("time ratio per family against the ceilings' ratio")
-        handles: list = [
-            Line2D([], [], color=c, marker="o", linestyle="", label=f"{v} ({counts[v]})")
-            for v, c in VERDICT_COLORS.items()
-        ]
-        handles += [
-            Line2D(
-                [],
-                [],
-                color="#000000",
-                marker="|",
-                markersize=12,
-                markeredgewidth=2.4,
-                linestyle="",
-                label="ceilings' ratio",
-            ),
-            Line2D([], [], color="#000000", marker="D", markerfacecolor="none", linestyle="", label="median"),
-            same,
-        ]
-        fig.legend(
-            handles,
-            [h.get_label() for h in handles],
-            loc="upper left",
-            bbox_to_anchor=((label_w + plot_w + 0.2) / width, 1 - 0.45 / height),
-            fontsize=8,
-            frameon=False,
-            title=mpl_text(f"verdict for {this}"),
-            title_fontsize=8,
-        )
+        _legend(fig, same, counts, this, ((label_w + plot_w + 0.2) / width, 1 - 0.45 / height))
         return plots.png_bytes(fig)

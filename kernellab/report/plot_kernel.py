@@ -13,6 +13,80 @@ from kernellab.report.fmt import mpl_text
 from kernellab.report.plots import DPI, colors_for, finite_pos, log_ticks, markers_for, ratio_label, style
 
 
+def _ceiling_lines(ax, ceiling: tuple[float, float], unit: str, handles: dict) -> None:
+    """The measured ceiling and the datasheet value as horizontal lines (where known)."""
+    measured, sheet = ceiling
+    if finite_pos(measured):
+        ln = ax.axhline(
+            measured,
+            color="#444444",
+            linewidth=1.1,
+            linestyle="-",
+            label=f"measured ceiling ({measured:,.4g} {unit})",
+        )
+        handles.setdefault("~" + ln.get_label(), ln)
+    if finite_pos(sheet):
+        ln = ax.axhline(
+            sheet,
+            color="#999999",
+            linewidth=1.1,
+            linestyle=":",
+            label=f"datasheet ({sheet:,.4g} {unit})",
+        )
+        handles.setdefault("~~" + ln.get_label(), ln)
+
+
+def _panel(ax, kind: str, label: str, rows: list[dict], axis: tuple[str, str, str],
+           ceiling: tuple[float, float], style_of: tuple[dict, dict], handles: dict) -> bool:
+    """One panel: a line per impl_key of ``rows`` (``axis``: the row field drawn, the y label, the
+    unit); the ceilings on a throughput panel. Its lines go to ``handles``; whether it drew any."""
+    field, ylabel, unit = axis
+    colors, markers = style_of
+    ax.set_title(mpl_text(label))
+    ax.set_xscale("log")
+    ax.set_xlabel("elements")
+    ax.set_ylabel(ylabel)
+    drawn = False
+    by_key: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        x, y = r.get("numel", math.nan), r.get(field, math.nan)
+        if finite_pos(x, y) and not (kind == "speedup" and r["impl_key"] == "torch_fused"):
+            by_key.setdefault(r["impl_key"], []).append((x, y))
+    for key in sorted(by_key):
+        pts = sorted(by_key[key])
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        (line,) = ax.plot(
+            xs,
+            ys,
+            marker=markers.get(key, "o"),
+            markersize=4,
+            linewidth=1.4,
+            color=colors.get(key, "#333333"),
+            label=mpl_text(key),
+        )
+        handles.setdefault(mpl_text(key), line)
+        drawn = True
+    if kind == "latency":
+        ax.set_yscale("log")
+    elif kind == "speedup":
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="#555555", linewidth=0.9, linestyle="--")
+    else:
+        _ceiling_lines(ax, ceiling, unit, handles)
+        ax.set_ylim(bottom=0)
+    if not drawn:
+        ax.text(
+            0.5,
+            0.5,
+            "no correct measurement",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            color="#a00000",
+        )
+    return drawn
+
+
 def kernel_figure(
     kind: str,
     kernel: str,
@@ -67,66 +141,8 @@ def kernel_figure(
         any_data = False
         for idx, (label, rows) in enumerate(panels):
             ax = axes[idx // ncols][idx % ncols]
-            ax.set_title(mpl_text(label))
-            ax.set_xscale("log")
-            ax.set_xlabel("elements")
-            ax.set_ylabel(ylabel)
-            drawn = False
-            by_key: dict[str, list[tuple[float, float]]] = {}
-            for r in rows:
-                x, y = r.get("numel", math.nan), r.get(field, math.nan)
-                if finite_pos(x, y) and not (kind == "speedup" and r["impl_key"] == "torch_fused"):
-                    by_key.setdefault(r["impl_key"], []).append((x, y))
-            for key in sorted(by_key):
-                pts = sorted(by_key[key])
-                xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-                (line,) = ax.plot(
-                    xs,
-                    ys,
-                    marker=markers.get(key, "o"),
-                    markersize=4,
-                    linewidth=1.4,
-                    color=colors.get(key, "#333333"),
-                    label=mpl_text(key),
-                )
-                handles.setdefault(mpl_text(key), line)
-                drawn = True
-            if kind == "latency":
-                ax.set_yscale("log")
-            elif kind == "speedup":
-                ax.set_yscale("log")
-                ax.axhline(1.0, color="#555555", linewidth=0.9, linestyle="--")
-            else:
-                measured, sheet = ceilings.get(label, (math.nan, math.nan))
-                if finite_pos(measured):
-                    ln = ax.axhline(
-                        measured,
-                        color="#444444",
-                        linewidth=1.1,
-                        linestyle="-",
-                        label=f"measured ceiling ({measured:,.4g} {unit})",
-                    )
-                    handles.setdefault("~" + ln.get_label(), ln)
-                if finite_pos(sheet):
-                    ln = ax.axhline(
-                        sheet,
-                        color="#999999",
-                        linewidth=1.1,
-                        linestyle=":",
-                        label=f"datasheet ({sheet:,.4g} {unit})",
-                    )
-                    handles.setdefault("~~" + ln.get_label(), ln)
-                ax.set_ylim(bottom=0)
-            if not drawn:
-                ax.text(
-                    0.5,
-                    0.5,
-                    "no correct measurement",
-                    transform=ax.transAxes,
-                    ha="center",
-                    va="center",
-                    color="#a00000",
-                )
+            drawn = _panel(ax, kind, label, rows, (field, ylabel, unit), ceilings.get(label, (math.nan, math.nan)),
+                           (colors, markers), handles)
             any_data = any_data or drawn
             if drawn:
                 log_ticks(ax.xaxis)

@@ -12,6 +12,68 @@ from kernellab.report.fmt import mpl_text, to_float
 from kernellab.report.plots import DPI, colors_for, finite_pos, log_ticks, markers_for, style
 
 
+def _fixed(fixed: dict, key: str) -> str:
+    # a roof raised to what a case reached (model.correct_ceilings): no point sits above it unexplained
+    return " (corrected from data)" if key in fixed or (key != "copy" and "copy" in fixed) else ""
+
+
+def _measured_roofs(ax, grid: list[float], bw: float, peaks: dict[str, float], fixed: dict) -> list[Line2D]:
+    """The measured roofs: copy bandwidth times intensity, capped by each dtype's matmul rate."""
+    styles = ["-", "--", "-.", (0, (5, 1, 1, 1))]
+    roofs: list[Line2D] = []
+    if math.isfinite(bw):
+        if peaks:
+            for i, d in enumerate(sorted(peaks)):
+                (ln,) = ax.plot(
+                    grid,
+                    [min(bw * x, peaks[d]) for x in grid],
+                    color="#333333",
+                    linestyle=styles[i % len(styles)],
+                    linewidth=1.3,
+                    label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s{_fixed(fixed, d)}"),
+                )
+                roofs.append(ln)
+        else:
+            (ln,) = ax.plot(
+                grid,
+                [bw * x for x in grid],
+                color="#333333",
+                linewidth=1.3,
+                label=f"memory roof: {bw / 1e9:,.4g} GB/s{_fixed(fixed, 'copy')}",
+            )
+            roofs.append(ln)
+    elif peaks:
+        for i, d in enumerate(sorted(peaks)):
+            roofs.append(
+                ax.axhline(
+                    peaks[d],
+                    color="#333333",
+                    linestyle=styles[i % len(styles)],
+                    label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s{_fixed(fixed, d)}"),
+                )
+            )
+    return roofs
+
+
+def _datasheet_roofs(ax, grid: list[float], ds_bw: float, ds_tf: dict, dtypes: list[str]) -> list[Line2D]:
+    """The datasheet's roofs, dotted, for the dtypes it lists."""
+    roofs: list[Line2D] = []
+    if math.isfinite(ds_bw):
+        for d in dtypes:
+            if finite_pos(to_float(ds_tf.get(d))):
+                p = to_float(ds_tf.get(d)) * 1e12
+                (ln,) = ax.plot(
+                    grid,
+                    [min(ds_bw * x, p) for x in grid],
+                    color="#aaaaaa",
+                    linestyle=":",
+                    linewidth=1.0,
+                    label=mpl_text(f"datasheet roof {d}"),
+                )
+                roofs.append(ln)
+    return roofs
+
+
 def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
     """Attained FLOP/s vs arithmetic intensity, one point per valid case, colored by kernel.
 
@@ -38,10 +100,6 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
     xmin, xmax = min(xs) / 4, max(xs) * 4
     fixed = survey.get("ceiling_corrected") or {}
 
-    def _fixed(key: str) -> str:
-        # a roof raised to what a case reached (model.correct_ceilings): no point sits above it unexplained
-        return " (corrected from data)" if key in fixed or (key != "copy" and "copy" in fixed) else ""
-
     peaks = {d: to_float(mm.get(d)) * 1e12 for d in dtypes if finite_pos(to_float(mm.get(d)))}
     if math.isfinite(bw):
         for p in peaks.values():
@@ -54,52 +112,7 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
         ax.set_xscale("log")
         ax.set_yscale("log")
         grid = [xmin * (xmax / xmin) ** (i / 200) for i in range(201)]
-        styles = ["-", "--", "-.", (0, (5, 1, 1, 1))]
-        roofs: list[Line2D] = []
-        if math.isfinite(bw):
-            if peaks:
-                for i, d in enumerate(sorted(peaks)):
-                    (ln,) = ax.plot(
-                        grid,
-                        [min(bw * x, peaks[d]) for x in grid],
-                        color="#333333",
-                        linestyle=styles[i % len(styles)],
-                        linewidth=1.3,
-                        label=mpl_text(f"roof {d}: {bw / 1e9:,.4g} GB/s, {peaks[d] / 1e12:,.4g} TFLOP/s{_fixed(d)}"),
-                    )
-                    roofs.append(ln)
-            else:
-                (ln,) = ax.plot(
-                    grid,
-                    [bw * x for x in grid],
-                    color="#333333",
-                    linewidth=1.3,
-                    label=f"memory roof: {bw / 1e9:,.4g} GB/s{_fixed('copy')}",
-                )
-                roofs.append(ln)
-        elif peaks:
-            for i, d in enumerate(sorted(peaks)):
-                roofs.append(
-                    ax.axhline(
-                        peaks[d],
-                        color="#333333",
-                        linestyle=styles[i % len(styles)],
-                        label=mpl_text(f"compute roof {d}: {peaks[d] / 1e12:,.4g} TFLOP/s{_fixed(d)}"),
-                    )
-                )
-        if math.isfinite(ds_bw):
-            for d in dtypes:
-                if finite_pos(to_float(ds_tf.get(d))):
-                    p = to_float(ds_tf.get(d)) * 1e12
-                    (ln,) = ax.plot(
-                        grid,
-                        [min(ds_bw * x, p) for x in grid],
-                        color="#aaaaaa",
-                        linestyle=":",
-                        linewidth=1.0,
-                        label=mpl_text(f"datasheet roof {d}"),
-                    )
-                    roofs.append(ln)
+        roofs = _measured_roofs(ax, grid, bw, peaks, fixed) + _datasheet_roofs(ax, grid, ds_bw, ds_tf, dtypes)
         for k in kernels:
             for d in dtypes:
                 sel = sorted(

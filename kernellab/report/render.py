@@ -10,6 +10,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from kernellab.io import write_bytes, write_text
 from kernellab.report import analysis
 from kernellab.report.fmt import Md, md_code_block, md_escape
 from kernellab.report.ladder import analyse_all
@@ -71,12 +72,11 @@ def _css() -> Markup:
 
 
 def _write(path: Path, content: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write a page or a figure atomically (kernellab.io): a reader never sees half of one."""
     if isinstance(content, bytes):
-        path.write_bytes(content)
+        write_bytes(path, content)
     else:
-        with path.open("w", encoding="utf-8", newline="\n") as f:
-            f.write(content)
+        write_text(path, content)
     return path
 
 

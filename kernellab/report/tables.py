@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -32,6 +34,34 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table's column, declared once: its header, its kind (``text``, or ``num``: right-aligned)
+    and the getter that makes its cell from one record."""
+
+    name: str
+    kind: str
+    get: Callable[[Any], object]
+
+    def __post_init__(self):
+        if self.kind not in ("text", "num"):
+            raise ValueError(f"column {self.name!r}: kind {self.kind!r} is neither text nor num")
+
+
+def field_column(name: str, key: str | None = None) -> Column:
+    """A text column that shows a record's ``key`` (its ``name`` by default) as it is."""
+    return Column(name, "text", lambda r: r[key or name])
+
+
+def table_of(columns: Sequence[Column], records: Iterable = (), flag: Callable[[Any], str] | None = None) -> Table:
+    """A table with a row per record, each cell made by its column's getter; ``flag`` gives a row's
+    CSS class."""
+    t = Table([c.name for c in columns], [c.kind == "num" for c in columns])
+    for r in records:
+        t.add([c.get(r) for c in columns], flag(r) if flag else "")
+    return t
 
 
 def kv_table(pairs, key: str = "", value: str = "") -> Table:

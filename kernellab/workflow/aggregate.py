@@ -1,5 +1,5 @@
 """All records of a run into ``summary.csv`` (one row per case), ``ladders.json`` and
-``environment.json``.
+``environment.json``: the aggregate rule (``run``) and what it computes.
 
 A row is *eligible* (may be the best of its case, may enter a speedup) only when its
 benchmark ran (status ok) and its correctness check passed on every seed.
@@ -20,16 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
+from kernellab import rows
+from kernellab.io import read_json, write_csv, write_json
 
-COLUMNS = [
-    "kernel", "bound", "impl", "backend", "step", "ladder", "impl_key", "shape", "numel", "dtype", "params",
-    "status", "reason", "mode", "median_us", "p20_us", "p80_us", "mean_us", "iqr_us", "stdrel", "n_samples",
-    "converged", "graph_us", "throttled_samples", "sm_clock_mhz", "mem_clock_mhz", "bytes", "flops", "gbps",
-    "tflops", "pct_of_peak_bw", "pct_of_peak_flops", "pct_of_datasheet_bw", "pct_of_datasheet_flops",
-    "speedup_vs_torch_fused", "max_rel_err", "max_abs_err", "check_status", "is_best", "hardware", "run_id",
-    "torch_version", "triton_version", "cuda_version", "timestamp",
-]
+KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
 
 _STATUS_RANK = {"ok": 0, "unavailable": 1, "oom": 2, "timeout": 3, "error": 4, "failed": 5}
 
@@ -142,7 +136,7 @@ def summarize_run(bench: pd.DataFrame, check: pd.DataFrame, survey: dict, bounds
     for key, value in meta.items():
         df[key] = value
     df = df.sort_values(["kernel", "dtype", "params", "impl_key", "numel", "shape"], kind="stable")
-    return df.reindex(columns=COLUMNS)
+    return df.reindex(columns=rows.names())
 
 
 # ------------------------------------------------------------------ environment
@@ -292,3 +286,58 @@ def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
                 } for s in steps],
             })
     return out
+
+
+# ------------------------------------------------------------------ the aggregate rule
+def build_summary(build_jsons: list[str]) -> dict:
+    """The families' CUDA builds as environment.json's one ``cuda_build`` record: ok when every
+    family with CUDA built, else the first other status, with each family's reason (once when
+    they all share it, as a CPU-only torch's)."""
+    builds = {Path(p).parent.name: read_json(p) for p in build_jsons if Path(p).exists()}
+    if not builds:
+        return {"status": "none", "reason": "no family with CUDA sources", "nvcc": None, "arch": None}
+    bad = {k: b for k, b in builds.items() if b.get("status") != "ok"}
+    reasons = {b.get("reason", "") for b in bad.values()}
+    reason = (reasons.pop() if len(reasons) == 1 and len(bad) > 1
+              else "; ".join(f"{k}: {b.get('reason', '')}" for k, b in sorted(bad.items())))
+    first = next(iter(builds.values()))
+    return {"status": next((b["status"] for b in bad.values()), "ok"), "reason": reason, "nvcc": first.get("nvcc"),
+            "arch": first.get("arch"), "families": {k: b.get("status") for k, b in sorted(builds.items())}}
+
+
+def run(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],
+        ptx_indexes: list[str], build_json: list[str], out_summary: str, out_ladders: str, out_env: str,
+        command: str) -> None:
+    """The aggregate rule: the jobs' tables of a staging set into summary.csv, ladders.json and
+    environment.json (the families this run does not measure pruned from the set first)."""
+    from kernellab.engine.cases import plans
+    from kernellab.workflow.assemble import prune_stage
+    from kernellab.workflow.pipeline import ROOT, families, target_of
+
+    prune_stage(Path(out_summary).parent, config["kernels"])
+    survey = read_json(survey_json)
+    env = environment(survey, config, ROOT, run_id=_run_id(survey, config), command=command)
+    env["cuda_build"] = build_summary(build_json)
+    fams = families(config)
+    bounds = {k: f.bound for k, f in fams.items()}
+    bench = _read_csvs(bench_csvs)
+    check_df = _read_csvs(check_csvs)
+    meta = {"hardware": survey.get("hardware"), "run_id": env["run_id"], "torch_version": env["torch"],
+            "triton_version": env["triton"], "cuda_version": env["cuda"] or "", "timestamp": env["end"]}
+    summary = summarize_run(bench, check_df, survey, bounds, meta)
+    write_csv(out_summary, summary)
+    # ceilings a case beat, raised to what it reached (the report says which)
+    env["ceiling_corrected"] = corrected_ceilings(survey, summary, bounds)["ceiling_corrected"]
+    entries = []
+    for p in ptx_indexes:
+        entries += read_json(p)
+    write_json(out_ladders, ladders(fams, plans(config, target_of(config)), entries))
+    env["cases"] = int(len(summary))
+    env["cases_ok"] = int(((summary["status"] == "ok") & (summary["check_status"] == "ok")).sum())
+    env["target"] = target_of(config)
+    write_json(out_env, env)
+
+
+def _run_id(survey: dict, config: dict) -> str:
+    stamp = (survey.get("timestamp") or "").replace(":", "").replace("-", "")
+    return f"{survey.get('hardware')}-{stamp}-{config_hash(config)[:8]}"

@@ -1,5 +1,6 @@
-"""What the rules that make a result set of the jobs' files do: aggregate, report, publish and
-compare, as plain functions of paths and config (the scripts under workflow/scripts/ call them).
+"""What the rules that finish a result set do: report, publish and compare, as plain functions of
+paths and config (the scripts under workflow/scripts/ call them), and which files of a staging set
+are a family's (``prune_stage``). The aggregate rule's function is kernellab.workflow.aggregate.run.
 
 They live apart from kernellab.workflow.pipeline, which the measuring jobs import: a job's code stamp
 holds the modules it can import (kernellab.workflow.imports), so editing the aggregation or the report
@@ -14,57 +15,10 @@ import shutil
 import time
 from pathlib import Path
 
-from kernellab.io import read_json, write_csv, write_json
+from kernellab.io import write_csv
 from kernellab.workflow import timeline
-from kernellab.workflow.pipeline import ROOT, families, target_of
 
 log = logging.getLogger("kernellab")
-
-
-def build_summary(build_jsons: list[str]) -> dict:
-    """The families' CUDA builds as environment.json's one ``cuda_build`` record: ok when every
-    family with CUDA built, else the first other status, with each family's reason (once when
-    they all share it, as a CPU-only torch's)."""
-    builds = {Path(p).parent.name: read_json(p) for p in build_jsons if Path(p).exists()}
-    if not builds:
-        return {"status": "none", "reason": "no family with CUDA sources", "nvcc": None, "arch": None}
-    bad = {k: b for k, b in builds.items() if b.get("status") != "ok"}
-    reasons = {b.get("reason", "") for b in bad.values()}
-    reason = (reasons.pop() if len(reasons) == 1 and len(bad) > 1
-              else "; ".join(f"{k}: {b.get('reason', '')}" for k, b in sorted(bad.items())))
-    first = next(iter(builds.values()))
-    return {"status": next((b["status"] for b in bad.values()), "ok"), "reason": reason, "nvcc": first.get("nvcc"),
-            "arch": first.get("arch"), "families": {k: b.get("status") for k, b in sorted(builds.items())}}
-
-
-def aggregate(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str], check_csvs: list[str],
-              ptx_indexes: list[str], build_json: list[str], out_summary: str, out_ladders: str, out_env: str,
-              command: str) -> None:
-    from kernellab.engine.cases import plans
-    from kernellab.workflow import aggregate as agg
-
-    prune_stage(Path(out_summary).parent, config["kernels"])
-    survey = read_json(survey_json)
-    env = agg.environment(survey, config, ROOT, run_id=_run_id(survey, config), command=command)
-    env["cuda_build"] = build_summary(build_json)
-    fams = families(config)
-    bounds = {k: f.bound for k, f in fams.items()}
-    bench = agg._read_csvs(bench_csvs)
-    check_df = agg._read_csvs(check_csvs)
-    meta = {"hardware": survey.get("hardware"), "run_id": env["run_id"], "torch_version": env["torch"],
-            "triton_version": env["triton"], "cuda_version": env["cuda"] or "", "timestamp": env["end"]}
-    summary = agg.summarize_run(bench, check_df, survey, bounds, meta)
-    write_csv(out_summary, summary)
-    # ceilings a case beat, raised to what it reached (the report says which)
-    env["ceiling_corrected"] = agg.corrected_ceilings(survey, summary, bounds)["ceiling_corrected"]
-    entries = []
-    for p in ptx_indexes:
-        entries += read_json(p)
-    write_json(out_ladders, agg.ladders(fams, plans(config, target_of(config)), entries))
-    env["cases"] = int(len(summary))
-    env["cases_ok"] = int(((summary["status"] == "ok") & (summary["check_status"] == "ok")).sum())
-    env["target"] = target_of(config)
-    write_json(out_env, env)
 
 
 # a family's files in a staging set (FAMILY: its name); the report reads these folders whole
@@ -99,13 +53,6 @@ def prune_stage(stage: str | os.PathLike, kernels) -> list[str]:
     if stale:
         log.info("staging set %s: files of %s removed (not measured by this run)", stage, ", ".join(stale))
     return stale
-
-
-def _run_id(survey: dict, config: dict) -> str:
-    from kernellab.workflow.aggregate import config_hash
-
-    stamp = (survey.get("timestamp") or "").replace(":", "").replace("-", "")
-    return f"{survey.get('hardware')}-{stamp}-{config_hash(config)[:8]}"
 
 
 def publish(stage_dir: str, results_dir: str, keep_suffixes: tuple[str, ...] = ()) -> None:

@@ -216,57 +216,8 @@ def check(config: dict, families: dict | None = None) -> None:
             if key not in fam.impls:
                 raise ConfigError(f"{where}.impls: unknown implementation {key!r} of {name}; "
                                   f"known: {', '.join(fam.impls)}")
-        lists = {f: kcfg.get(f) or [] for f in ("shapes", "cpu_shapes", "check_shapes", "cpu_check_shapes")}
-        for field in ("impl_shapes", "cpu_impl_shapes"):
-            for key, vals in (kcfg.get(field) or {}).items():
-                if key not in fam.impls and key not in {i.impl for i in fam.impls.values()}:
-                    raise ConfigError(f"{where}.{field}: {name} has no implementation {key!r}")
-                lists[f"{field}.{key}"] = vals
-        for field, values in lists.items():
-            seen: dict = {}
-            for value in values:
-                try:
-                    shape = parse_shape(value)
-                except ValueError as exc:
-                    raise ConfigError(f"{where}.{field}: {exc}") from None
-                if len(shape) not in fam.shape_rank:
-                    raise ConfigError(f"{where}.{field}: shape {value!r} has {len(shape)} dimension(s); "
-                                      f"{name} takes {' or '.join(map(str, fam.shape_rank))}")
-                if shape in seen:
-                    raise ConfigError(f"{where}.{field}: duplicate case: {value!r} and {seen[shape]!r} are "
-                                      f"the same shape {shape_str(shape)}")
-                seen[shape] = value
-        for field in ("profile_shape", "cpu_profile_shape"):
-            if field in kcfg:
-                _check_one_shape(fam, f"{where}.{field}", kcfg[field])
-        for field in ("ladder_shapes", "cpu_ladder_shapes"):
-            for ladder, value in (kcfg.get(field) or {}).items():
-                if ladder not in fam.ladders():
-                    raise ConfigError(f"{where}.{field}: {name} has no ladder {ladder!r}; "
-                                      f"its ladders: {', '.join(fam.ladders()) or 'none'}")
-                _check_one_shape(fam, f"{where}.{field}.{ladder}", value)
-        seen_ncu: set = set()
-        for i, case in enumerate(kcfg.get("ncu_cases") or []):
-            at = f"{where}.ncu_cases[{i}]"
-            impl = fam.impls.get(case["impl"])
-            if impl is None:
-                raise ConfigError(f"{at}: unknown implementation {case['impl']!r} of {name}; "
-                                  f"known: {', '.join(fam.impls)}")
-            if "shape" in case:
-                _check_one_shape(fam, f"{at}.shape", case["shape"])
-            dtypes = kcfg.get("dtypes") or []
-            dtype = case.get("dtype")
-            if dtype is not None and (dtype not in dtypes or not impl.supports(dtype)):
-                raise ConfigError(f"{at}.dtype: {case['impl']} does not run {dtype!r} here; the kernel's "
-                                  f"dtypes: {', '.join(dtypes)}")
-            if dtype is None and dtypes and not impl.supports(default_dtype(dtypes)):
-                raise ConfigError(f"{at}: {case['impl']} does not run {default_dtype(dtypes)!r}, the dtype a case "
-                                  f"without one takes; give the case a dtype it runs ({', '.join(impl.dtypes)})")
-            ident = (case["impl"], str(case.get("shape", "")), dtype)
-            if ident in seen_ncu:
-                raise ConfigError(f"{at}: duplicate of an earlier case ({case['impl']}, "
-                                  f"{case.get('shape', 'profile shape')}, {dtype or 'default dtype'})")
-            seen_ncu.add(ident)
+        _check_shapes(where, name, fam, kcfg)
+        _check_ncu_cases(where, name, fam, kcfg)
         for pname, values in (kcfg.get("params") or {}).items():
             if pname not in fam.params:
                 raise ConfigError(f"{where}.params: {name} has no parameter {pname!r}; "
@@ -281,6 +232,66 @@ def check(config: dict, families: dict | None = None) -> None:
     if timing.get("min_samples", 10) > timing.get("max_samples", 2000):
         raise ConfigError(f"timing.min_samples ({timing.get('min_samples')}) exceeds timing.max_samples "
                           f"({timing.get('max_samples')})")
+
+
+def _check_shapes(where: str, name: str, fam, kcfg: dict) -> None:
+    """A kernel's shape lists, per-implementation shapes, profile and ladder shapes: parsable, of the
+    family's rank, no case twice."""
+    lists = {f: kcfg.get(f) or [] for f in ("shapes", "cpu_shapes", "check_shapes", "cpu_check_shapes")}
+    for field in ("impl_shapes", "cpu_impl_shapes"):
+        for key, vals in (kcfg.get(field) or {}).items():
+            if key not in fam.impls and key not in {i.impl for i in fam.impls.values()}:
+                raise ConfigError(f"{where}.{field}: {name} has no implementation {key!r}")
+            lists[f"{field}.{key}"] = vals
+    for field, values in lists.items():
+        seen: dict = {}
+        for value in values:
+            try:
+                shape = parse_shape(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}.{field}: {exc}") from None
+            if len(shape) not in fam.shape_rank:
+                raise ConfigError(f"{where}.{field}: shape {value!r} has {len(shape)} dimension(s); "
+                                  f"{name} takes {' or '.join(map(str, fam.shape_rank))}")
+            if shape in seen:
+                raise ConfigError(f"{where}.{field}: duplicate case: {value!r} and {seen[shape]!r} are "
+                                  f"the same shape {shape_str(shape)}")
+            seen[shape] = value
+    for field in ("profile_shape", "cpu_profile_shape"):
+        if field in kcfg:
+            _check_one_shape(fam, f"{where}.{field}", kcfg[field])
+    for field in ("ladder_shapes", "cpu_ladder_shapes"):
+        for ladder, value in (kcfg.get(field) or {}).items():
+            if ladder not in fam.ladders():
+                raise ConfigError(f"{where}.{field}: {name} has no ladder {ladder!r}; "
+                                  f"its ladders: {', '.join(fam.ladders()) or 'none'}")
+            _check_one_shape(fam, f"{where}.{field}.{ladder}", value)
+
+
+def _check_ncu_cases(where: str, name: str, fam, kcfg: dict) -> None:
+    """A kernel's ncu cases: known implementations, shapes and dtypes they run, no case twice."""
+    seen_ncu: set = set()
+    for i, case in enumerate(kcfg.get("ncu_cases") or []):
+        at = f"{where}.ncu_cases[{i}]"
+        impl = fam.impls.get(case["impl"])
+        if impl is None:
+            raise ConfigError(f"{at}: unknown implementation {case['impl']!r} of {name}; "
+                              f"known: {', '.join(fam.impls)}")
+        if "shape" in case:
+            _check_one_shape(fam, f"{at}.shape", case["shape"])
+        dtypes = kcfg.get("dtypes") or []
+        dtype = case.get("dtype")
+        if dtype is not None and (dtype not in dtypes or not impl.supports(dtype)):
+            raise ConfigError(f"{at}.dtype: {case['impl']} does not run {dtype!r} here; the kernel's "
+                              f"dtypes: {', '.join(dtypes)}")
+        if dtype is None and dtypes and not impl.supports(default_dtype(dtypes)):
+            raise ConfigError(f"{at}: {case['impl']} does not run {default_dtype(dtypes)!r}, the dtype a case "
+                              f"without one takes; give the case a dtype it runs ({', '.join(impl.dtypes)})")
+        ident = (case["impl"], str(case.get("shape", "")), dtype)
+        if ident in seen_ncu:
+            raise ConfigError(f"{at}: duplicate of an earlier case ({case['impl']}, "
+                              f"{case.get('shape', 'profile shape')}, {dtype or 'default dtype'})")
+        seen_ncu.add(ident)
 
 
 def check_compare(config: dict) -> None:

@@ -1,4 +1,7 @@
-"""What each Snakemake rule does, as plain functions of paths and config.
+"""What the measuring rules do (survey, build_cuda, cuda_resources, measure, profile, ptx, ncu),
+as plain functions of paths and config, and the job setup every rule's script uses (``logged``,
+``job``). The rules that make a result set of the jobs' files are elsewhere: aggregate in
+kernellab.workflow.aggregate, report, publish and compare in kernellab.workflow.assemble.
 
 The scripts under workflow/scripts/ only unpack the ``snakemake`` object and call one of
 these, so every step can be run and tested without Snakemake.

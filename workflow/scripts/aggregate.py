@@ -1,7 +1,7 @@
-from kernellab.workflow import assemble, pipeline
+from kernellab.workflow import aggregate, pipeline
 
 with pipeline.logged(snakemake.log[0], snakemake.params.bytecode):
-    assemble.aggregate(
+    aggregate.run(
         snakemake.params.config,
         stage=None,
         survey_json=snakemake.input.survey,
