@@ -458,6 +458,44 @@ def test_hardware_comparison_gives_verdicts(tmp_path):
     assert "at most 25% (compare.threshold)" in md
 
 
+def test_a_ceiling_without_native_arithmetic_predicts_nothing(tmp_path):
+    """Issue 41: a CPU without fp16 arithmetic measures 0.003 fp16 TFLOP/s (fp32: 0.158), and the
+    comparison with a CPU that does 0.159 predicted "53× faster" from it. The ceiling is marked not
+    meaningful in the hardware table and the notes, and its family gets no prediction; the fp32
+    family beside it still does."""
+    root = tmp_path / "results"
+    rates = {"here": {"fp32": 0.158, "tf32": 0.158, "bf16": 0.5, "fp16": 0.003},
+             "there": {"fp32": 0.158, "tf32": 0.16, "bf16": 0.86, "fp16": 0.159}}
+    for name, slow in (("here", 1000.0), ("there", 1.0)):
+        shutil.copytree(FIXTURE / "cpu-x86_64", root / name)
+        survey = json.loads((root / name / "survey.json").read_text(encoding="utf-8"))
+        survey["matmul_tflops"] = rates[name]
+        (root / name / "survey.json").write_text(json.dumps(survey), encoding="utf-8")
+        rows = summary_rows("cpu-x86_64")
+        for r in rows:  # the matmul cases in fp16, 1000x slower here (each below 0.003 TFLOP/s)
+            if r["kernel"] == "matmul":
+                r["dtype"] = "fp16"
+                for col in ("median_us", "p20_us", "p80_us"):
+                    r[col] = str(float(r[col]) * slow) if r[col] else r[col]
+                r["tflops"] = str(float(r["tflops"]) / slow)
+        with (root / name / "summary.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    files = render(root, "here", tmp_path / "out", others=[root / "there"])
+    md = files["report.md"].read_text(encoding="utf-8").replace("\\_", "_")
+    assert "| measured matmul fp16 | 0.003000 TFLOP/s (not meaningful: no native arithmetic) |" in md
+    assert "| measured matmul bf16 | 0.5000 TFLOP/s |" in md  # slower than fp32, yet not ten times
+    assert ("> Not a meaningful ceiling: the fp16 matmul rate (0.003 TFLOP/s, under 10% of this machine's "
+            "fp32 rate (0.236): no native fp16 arithmetic here)") in md  # fp32 raised by an sgemm case
+    (fp16,) = [ln for ln in md.splitlines() if ln.startswith("- matmul fp16: ")]
+    assert "predict" not in fp16.replace("no prediction", "")
+    assert fp16.endswith("; no prediction: the fp16 matmul ceiling is not meaningful (on here, 0.003 TFLOP/s, "
+                         "under 10% of this machine's fp32 rate (0.236): no native fp16 arithmetic here)")
+    (sgemm,) = [ln for ln in md.splitlines() if ln.startswith("- sgemm fp32: ")]
+    assert "ceilings predict the same time on both (fp32 matmul: " in sgemm
+
+
 def test_hardware_comparison_against_the_ceilings(tmp_path, monkeypatch):
     """Two GPUs: 'there' has a 3000 GB/s copy (here 4200) and 600 bf16 / 40.8 fp32 TFLOP/s
     matmul rates (here 750 / 51), and runs gelu 1.4x and the rest 1.25x slower. Per family,
