@@ -832,27 +832,73 @@ def test_cases_above_the_survey_ceiling_are_flagged_and_explained(cpu, gpu):
     assert "Above the measured ceiling" not in gpu["md"] and "% ↑" not in gpu["md"]
 
 
-def test_reference_sets_render_again_side_by_side(tmp_path, capsys):
-    """``python -m kernellab.report``: two GPU references measured apart are rendered again in
-    place, each report comparing with the other (and not with itself); a folder that is not a set
-    is refused by name before anything is written."""
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_reference_sets_render_again_side_by_side(tmp_path, capsys, monkeypatch):
+    """``python -m kernellab.report reference/*`` (issue 41): two GPU references measured apart are
+    rendered again, each report comparing with the other (and not with itself), into
+    results/reference/<set>/ as the command says, leaving the references byte for byte as they were;
+    ``--out`` puts them elsewhere, and an ``--out`` that lands on a reference is refused, as is a folder
+    that is not a set, by name before anything is written."""
     from kernellab.report.__main__ import main
 
     root = tmp_path / "reference"
     for name in ("gpu-a", "gpu-b"):
         shutil.copytree(FIXTURE / "fake-gpu", root / name)
-        (root / name / "report.md").unlink(missing_ok=True)
+    before = _tree(root)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
     with pytest.raises(SystemExit):
         main([str(root / "gpu-a"), str(root / "gpu-c"), "--references", str(root)])
     assert f"not a result set (no summary.csv): {root / 'gpu-c'}" in capsys.readouterr().err
-    assert not (root / "gpu-a" / "report.md").exists()
+    with pytest.raises(SystemExit):
+        main([str(root / "gpu-a"), "--references", str(root), "--out", str(root)])
+    err = capsys.readouterr().err
+    assert f"would write into the references ({root / 'gpu-a'})" in err and "reference --render" in err
+    assert not (tmp_path / "work" / "results").exists()
 
     assert main([str(root / "gpu-a"), str(root / "gpu-b"), "--references", str(root)]) == 0
+    assert _tree(root) == before
+    said = capsys.readouterr().out.splitlines()
     for this, other in (("gpu-a", "gpu-b"), ("gpu-b", "gpu-a")):
-        md = (root / this / "report.md").read_text(encoding="utf-8")
+        where = Path("results") / "reference" / this
+        (line,) = [ln for ln in said if ln.startswith(f"{root / this}: ")]
+        assert f" files written to {where}/, compared with {other} reference" in line
+        md = (tmp_path / "work" / where / "report.md").read_text(encoding="utf-8")
         assert f"time ratio {other} reference / {this}" in md
         assert f"{this} reference" not in md
-        assert (root / this / "plots" / f"ceilings_{html_id(other + ' reference')}.png").is_file()
+        assert (where / "plots" / f"ceilings_{html_id(other + ' reference')}.png").is_file()
+
+    assert main([str(root / "gpu-a"), "--references", str(root), "--out", str(tmp_path / "pages")]) == 0
+    assert f"files written to {tmp_path / 'pages' / 'gpu-a'}/" in capsys.readouterr().out
+    pages = tmp_path / "pages" / "gpu-a" / "report.md"
+    assert pages.read_bytes() == (where.parent / "gpu-a" / "report.md").read_bytes()
+    assert _tree(root) == before
+
+
+def test_a_references_committed_pages_are_checked_and_rendered_again_on_purpose(tmp_path, capsys):
+    """``python -m kernellab.workflow.reference --check`` lists the pages of a reference that today's
+    code renders differently (a changed page, a figure no longer drawn), exit status 1;
+    ``--render`` rewrites them in place, after which the check passes."""
+    from kernellab.workflow.reference import main
+
+    ref = tmp_path / "reference" / "gpu-a"
+    shutil.copytree(FIXTURE / "fake-gpu", ref)
+    assert main(["--render", str(ref)]) == 0
+    assert f"{ref}: " in capsys.readouterr().out and (ref / "report.md").is_file()
+    assert main(["--check", str(ref)]) == 0
+    assert capsys.readouterr().out == f"{ref}: as today's code renders it\n"
+
+    (ref / "report.md").write_text("stale\n", encoding="utf-8")
+    (ref / "plots" / "gone.png").write_bytes(PNG)
+    before = _tree(ref)
+    assert main(["--check", str(ref)]) == 1
+    assert capsys.readouterr().out == f"{ref}: 2 page(s) differ from today's rendering: plots/gone.png, report.md\n"
+    assert _tree(ref) == before  # a check writes nothing there
+    assert main(["--render", str(ref)]) == 0
+    assert main(["--check", str(ref)]) == 0 and not (ref / "plots" / "gone.png").exists()
 
 
 def _fake_gpu_with_recorded_finding(tmp_path, kernel: str, step: str, finding: str) -> Path:
