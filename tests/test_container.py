@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,7 +65,12 @@ def cpu_image(request):
 
 
 def _checkout_copy(dest: Path) -> None:
-    """The checkout's files (tracked and untracked, not ignored: no results, no .venv), as a clone has them."""
+    """The checkout as a clone has it: a .git whose HEAD is this checkout's commit (its objects
+    borrowed from this one, --shared), and the files (tracked and untracked, not ignored: no results,
+    no .venv)."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(ROOT), str(dest)], check=True)
+    subprocess.run(["git", "-C", str(dest), "update-ref", "--no-deref", "HEAD", head.stdout.strip()], check=True)
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True)
     assert listed.returncode == 0, listed.stderr
     for rel in filter(None, listed.stdout.decode().split("\0")):
@@ -117,6 +123,8 @@ def test_tiny_config_in_the_cpu_image_matches_a_local_run(cpu_image, tiny_run, t
     outside = json.loads((tiny_run[0] / "environment.json").read_text())
     assert (outside.get("container") or {}).get("image") is None, outside.get("container")
     assert inside["triton"] == outside["triton"] and inside["snakemake"] == outside["snakemake"]
+    # the commit, though the image has no git: read from the mounted checkout's .git (issue 41)
+    assert inside["git_commit"] == outside["git_commit"] and re.fullmatch(r"[0-9a-f]{40}", inside["git_commit"])
 
 
 # -- Snakemake's own container support (Apptainer), dry runs ------------------------------------------
