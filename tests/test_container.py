@@ -199,6 +199,10 @@ def test_readme_container_section_is_what_ci_runs():
     assert README_BUILD in readme and README_RUN in readme
     assert f"apptainer build {SIF} " in readme
     assert "docker://ghcr.io/kernel-lab" not in readme, "the README presents an image no registry holds"
+    # podman on a machine like CI's needs the containers.conf that .ci/container writes (issue 41)
+    script = (ROOT / ".ci" / "container").read_text()
+    conf = script.split('cat >"$cache/containers.conf" <<\'EOF\'\n', 1)[1].split("\nEOF\n", 1)[0]
+    assert f"```toml\n{conf}\n```" in readme and "export CONTAINERS_CONF=" in readme
 
 
 def test_environment_names_the_container_from_its_marks(tmp_path, monkeypatch):
