@@ -127,6 +127,21 @@ def test_tiny_config_in_the_cpu_image_matches_a_local_run(cpu_image, tiny_run, t
     assert inside["git_commit"] == outside["git_commit"] and re.fullmatch(r"[0-9a-f]{40}", inside["git_commit"])
 
 
+@pytest.mark.slow
+def test_the_images_history_holds_no_pip_setting(cpu_image):
+    """Issue 41: .ci/container's pip settings (the CA bundle and wheel folders it mounts under
+    /run/kernellab-ci) went in as build arguments, and `podman history` showed them. They come as a
+    build secret now: no step of the image's history names them."""
+    image, env = cpu_image
+    proc = subprocess.run(["podman", "history", "--no-trunc", "--format", "{{.CreatedBy}}", image],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    steps = proc.stdout.splitlines()
+    assert any("pip install" in step for step in steps), steps  # the history is the build's
+    leaked = [step for step in steps if "/run/kernellab-ci" in step or re.search(r"\bPIP_[A-Z_]+=[^\"$]", step)]
+    assert not leaked, leaked
+
+
 # -- Snakemake's own container support (Apptainer), dry runs ------------------------------------------
 
 _JOBS = r"""
