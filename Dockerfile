@@ -11,7 +11,9 @@
 #
 # Only the stages of the chosen flavour are built (the cpu build never pulls the PyTorch image).
 # Pip settings for a machine with a local wheel folder or an intercepting proxy (PIP_CERT, PIP_FIND_LINKS,
-# PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) may be passed as build arguments; they stay out of the image.
+# PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) come as the build secret pip.env, lines NAME='value' that the pip steps
+# read: a secret stays out of the image and its history (build arguments would show in `podman history`).
+#   docker build --secret id=pip.env,src=pip.env --build-arg FLAVOUR=cpu -t kernel-lab:0.1.0-cpu .
 # tests/test_pins.py checks the base tag against the gpu stage's TORCH_VERSION/CUDA_VERSION, the labels against
 # the pins, and the cpu stage's torch against envs/requirements.txt.
 ARG FLAVOUR=gpu
@@ -69,10 +71,8 @@ FROM debian:bookworm AS base-cpu
 
 ARG TORCH_VERSION=2.13.0
 ARG KERNELLAB_VERSION
-ARG PIP_CERT
-ARG PIP_FIND_LINKS
-ARG PIP_INDEX_URL
-ARG PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
+# PyTorch's CPU wheel index, unless the build's pip settings name an extra index of their own
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 
 LABEL org.opencontainers.image.base.name="docker.io/library/debian:bookworm" \
       io.kernellab.flavour="cpu" \
@@ -85,14 +85,18 @@ ENV KERNELLAB_IMAGE="kernel-lab:${KERNELLAB_VERSION}-cpu" \
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # python3-dev: the headers torch.compile's C++ kernels (and Triton's launcher stubs) compile against.
-RUN apt-get update \
+# hadolint ignore=SC1091
+RUN --mount=type=secret,id=pip.env \
+    apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         "python3=3.11.*" \
         "python3-venv=3.11.*" \
         "python3-dev=3.11.*" \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/venv \
-    && python -m pip install --no-cache-dir "torch==${TORCH_VERSION}+cpu"
+    && if [ -s /run/secrets/pip.env ]; then set -a && . /run/secrets/pip.env && set +a; fi \
+    && PIP_EXTRA_INDEX_URL="${PIP_EXTRA_INDEX_URL:-${TORCH_INDEX_URL}}" \
+        python -m pip install --no-cache-dir "torch==${TORCH_VERSION}+cpu"
 
 # ------------------------------------------------------------------------------ shared by both flavours
 # hadolint ignore=DL3006
@@ -101,10 +105,6 @@ FROM base-${FLAVOUR}
 ARG FLAVOUR
 ARG TRITON_VERSION
 ARG KERNELLAB_VERSION
-ARG PIP_CERT
-ARG PIP_FIND_LINKS
-ARG PIP_INDEX_URL
-ARG PIP_EXTRA_INDEX_URL
 
 LABEL org.opencontainers.image.title="kernel-lab" \
       org.opencontainers.image.description="Kernel lab: benchmark, check, profile and report GPU kernels (Snakemake + PyTorch + Triton + CUDA)" \
@@ -129,7 +129,10 @@ RUN apt-get update \
 # sure pip keeps it. Then the versions are checked: torch and CUDA (none for cpu) as the base stage
 # declares them, Triton as pinned.
 COPY envs/requirements.txt /tmp/kernellab/requirements.txt
-RUN grep -v -E '^[[:space:]]*torch[[:space:]]*==' /tmp/kernellab/requirements.txt > /tmp/kernellab/requirements-image.txt \
+# hadolint ignore=SC1091
+RUN --mount=type=secret,id=pip.env \
+    if [ -s /run/secrets/pip.env ]; then set -a && . /run/secrets/pip.env && set +a; fi \
+    && grep -v -E '^[[:space:]]*torch[[:space:]]*==' /tmp/kernellab/requirements.txt > /tmp/kernellab/requirements-image.txt \
     && python -c "import torch; print('torch==' + torch.__version__)" > /tmp/kernellab/constraints.txt \
     && python -m pip install --no-cache-dir -r /tmp/kernellab/requirements-image.txt -c /tmp/kernellab/constraints.txt \
     && python -m pip check \

@@ -20,3 +20,15 @@ def test_survey_times_ceilings_with_the_benchmark_timer(monkeypatch):
     assert len(seen) == 2 and all(c.mode == "warm" and c.warmup_s > 0 and c.min_samples >= 10 for c in seen)
     bw = survey.copy_bandwidth_gbps("cpu", nbytes=4096)
     assert bw == pytest.approx(2 * 4096 / 2e-6 / 1e9)
+
+
+def test_a_matmul_rate_far_below_fp32_is_not_a_ceiling():
+    """Issue 41: an EPYC without fp16 arithmetic measured 0.003 fp16 TFLOP/s against 0.158 in fp32.
+    Such a rate is named, with why, for survey.json; one merely slower than fp32, one not measured
+    and fp32 itself are not."""
+    rates = {"fp32": 0.158, "tf32": 0.16, "bf16": 0.05, "fp16": 0.003, "fp8": None}
+    got = survey.not_meaningful({"matmul_tflops": rates})
+    assert got == {"fp16": "0.003 TFLOP/s, under 10% of this machine's fp32 rate (0.158): "
+                           "no native fp16 arithmetic here"}
+    assert survey.not_meaningful({"matmul_tflops": {"fp16": 0.003}}) == {}  # no fp32 rate to judge by
+    assert survey.not_meaningful({}) == {}

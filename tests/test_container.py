@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,7 +65,12 @@ def cpu_image(request):
 
 
 def _checkout_copy(dest: Path) -> None:
-    """The checkout's files (tracked and untracked, not ignored: no results, no .venv), as a clone has them."""
+    """The checkout as a clone has it: a .git whose HEAD is this checkout's commit (its objects
+    borrowed from this one, --shared), and the files (tracked and untracked, not ignored: no results,
+    no .venv)."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(ROOT), str(dest)], check=True)
+    subprocess.run(["git", "-C", str(dest), "update-ref", "--no-deref", "HEAD", head.stdout.strip()], check=True)
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True)
     assert listed.returncode == 0, listed.stderr
     for rel in filter(None, listed.stdout.decode().split("\0")):
@@ -117,6 +123,23 @@ def test_tiny_config_in_the_cpu_image_matches_a_local_run(cpu_image, tiny_run, t
     outside = json.loads((tiny_run[0] / "environment.json").read_text())
     assert (outside.get("container") or {}).get("image") is None, outside.get("container")
     assert inside["triton"] == outside["triton"] and inside["snakemake"] == outside["snakemake"]
+    # the commit, though the image has no git: read from the mounted checkout's .git (issue 41)
+    assert inside["git_commit"] == outside["git_commit"] and re.fullmatch(r"[0-9a-f]{40}", inside["git_commit"])
+
+
+@pytest.mark.slow
+def test_the_images_history_holds_no_pip_setting(cpu_image):
+    """Issue 41: .ci/container's pip settings (the CA bundle and wheel folders it mounts under
+    /run/kernellab-ci) went in as build arguments, and `podman history` showed them. They come as a
+    build secret now: no step of the image's history names them."""
+    image, env = cpu_image
+    proc = subprocess.run(["podman", "history", "--no-trunc", "--format", "{{.CreatedBy}}", image],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    steps = proc.stdout.splitlines()
+    assert any("pip install" in step for step in steps), steps  # the history is the build's
+    leaked = [step for step in steps if "/run/kernellab-ci" in step or re.search(r"\bPIP_[A-Z_]+=[^\"$]", step)]
+    assert not leaked, leaked
 
 
 # -- Snakemake's own container support (Apptainer), dry runs ------------------------------------------
@@ -191,6 +214,10 @@ def test_readme_container_section_is_what_ci_runs():
     assert README_BUILD in readme and README_RUN in readme
     assert f"apptainer build {SIF} " in readme
     assert "docker://ghcr.io/kernel-lab" not in readme, "the README presents an image no registry holds"
+    # podman on a machine like CI's needs the containers.conf that .ci/container writes (issue 41)
+    script = (ROOT / ".ci" / "container").read_text()
+    conf = script.split('cat >"$cache/containers.conf" <<\'EOF\'\n', 1)[1].split("\nEOF\n", 1)[0]
+    assert f"```toml\n{conf}\n```" in readme and "export CONTAINERS_CONF=" in readme
 
 
 def test_environment_names_the_container_from_its_marks(tmp_path, monkeypatch):

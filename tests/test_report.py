@@ -484,6 +484,44 @@ def test_hardware_comparison_gives_verdicts(tmp_path):
     assert "at most 25% (compare.threshold)" in md
 
 
+def test_a_ceiling_without_native_arithmetic_predicts_nothing(tmp_path):
+    """Issue 41: a CPU without fp16 arithmetic measures 0.003 fp16 TFLOP/s (fp32: 0.158), and the
+    comparison with a CPU that does 0.159 predicted "53× faster" from it. The ceiling is marked not
+    meaningful in the hardware table and the notes, and its family gets no prediction; the fp32
+    family beside it still does."""
+    root = tmp_path / "results"
+    rates = {"here": {"fp32": 0.158, "tf32": 0.158, "bf16": 0.5, "fp16": 0.003},
+             "there": {"fp32": 0.158, "tf32": 0.16, "bf16": 0.86, "fp16": 0.159}}
+    for name, slow in (("here", 1000.0), ("there", 1.0)):
+        shutil.copytree(FIXTURE / "cpu-x86_64", root / name)
+        survey = json.loads((root / name / "survey.json").read_text(encoding="utf-8"))
+        survey["matmul_tflops"] = rates[name]
+        (root / name / "survey.json").write_text(json.dumps(survey), encoding="utf-8")
+        rows = summary_rows("cpu-x86_64")
+        for r in rows:  # the matmul cases in fp16, 1000x slower here (each below 0.003 TFLOP/s)
+            if r["kernel"] == "matmul":
+                r["dtype"] = "fp16"
+                for col in ("median_us", "p20_us", "p80_us"):
+                    r[col] = str(float(r[col]) * slow) if r[col] else r[col]
+                r["tflops"] = str(float(r["tflops"]) / slow)
+        with (root / name / "summary.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    files = render(root, "here", tmp_path / "out", others=[root / "there"])
+    md = files["report.md"].read_text(encoding="utf-8").replace("\\_", "_")
+    assert "| measured matmul fp16 | 0.003000 TFLOP/s (not meaningful: no native arithmetic) |" in md
+    assert "| measured matmul bf16 | 0.5000 TFLOP/s |" in md  # slower than fp32, yet not ten times
+    assert ("> Not a meaningful ceiling: the fp16 matmul rate (0.003 TFLOP/s, under 10% of this machine's "
+            "fp32 rate (0.236): no native fp16 arithmetic here)") in md  # fp32 raised by an sgemm case
+    (fp16,) = [ln for ln in md.splitlines() if ln.startswith("- matmul fp16: ")]
+    assert "predict" not in fp16.replace("no prediction", "")
+    assert fp16.endswith("; no prediction: the fp16 matmul ceiling is not meaningful (on here, 0.003 TFLOP/s, "
+                         "under 10% of this machine's fp32 rate (0.236): no native fp16 arithmetic here)")
+    (sgemm,) = [ln for ln in md.splitlines() if ln.startswith("- sgemm fp32: ")]
+    assert "ceilings predict the same time on both (fp32 matmul: " in sgemm
+
+
 def test_hardware_comparison_against_the_ceilings(tmp_path, monkeypatch):
     """Two GPUs: 'there' has a 3000 GB/s copy (here 4200) and 600 bf16 / 40.8 fp32 TFLOP/s
     matmul rates (here 750 / 51), and runs gelu 1.4x and the rest 1.25x slower. Per family,
@@ -820,27 +858,73 @@ def test_cases_above_the_survey_ceiling_are_flagged_and_explained(cpu, gpu):
     assert "Above the measured ceiling" not in gpu["md"] and "% ↑" not in gpu["md"]
 
 
-def test_reference_sets_render_again_side_by_side(tmp_path, capsys):
-    """``python -m kernellab.report``: two GPU references measured apart are rendered again in
-    place, each report comparing with the other (and not with itself); a folder that is not a set
-    is refused by name before anything is written."""
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_reference_sets_render_again_side_by_side(tmp_path, capsys, monkeypatch):
+    """``python -m kernellab.report reference/*`` (issue 41): two GPU references measured apart are
+    rendered again, each report comparing with the other (and not with itself), into
+    results/reference/<set>/ as the command says, leaving the references byte for byte as they were;
+    ``--out`` puts them elsewhere, and an ``--out`` that lands on a reference is refused, as is a folder
+    that is not a set, by name before anything is written."""
     from kernellab.report.__main__ import main
 
     root = tmp_path / "reference"
     for name in ("gpu-a", "gpu-b"):
         shutil.copytree(FIXTURE / "fake-gpu", root / name)
-        (root / name / "report.md").unlink(missing_ok=True)
+    before = _tree(root)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
     with pytest.raises(SystemExit):
         main([str(root / "gpu-a"), str(root / "gpu-c"), "--references", str(root)])
     assert f"not a result set (no summary.csv): {root / 'gpu-c'}" in capsys.readouterr().err
-    assert not (root / "gpu-a" / "report.md").exists()
+    with pytest.raises(SystemExit):
+        main([str(root / "gpu-a"), "--references", str(root), "--out", str(root)])
+    err = capsys.readouterr().err
+    assert f"would write into the references ({root / 'gpu-a'})" in err and "reference --render" in err
+    assert not (tmp_path / "work" / "results").exists()
 
     assert main([str(root / "gpu-a"), str(root / "gpu-b"), "--references", str(root)]) == 0
+    assert _tree(root) == before
+    said = capsys.readouterr().out.splitlines()
     for this, other in (("gpu-a", "gpu-b"), ("gpu-b", "gpu-a")):
-        md = (root / this / "report.md").read_text(encoding="utf-8")
+        where = Path("results") / "reference" / this
+        (line,) = [ln for ln in said if ln.startswith(f"{root / this}: ")]
+        assert f" files written to {where}/, compared with {other} reference" in line
+        md = (tmp_path / "work" / where / "report.md").read_text(encoding="utf-8")
         assert f"time ratio {other} reference / {this}" in md
         assert f"{this} reference" not in md
-        assert (root / this / "plots" / f"ceilings_{html_id(other + ' reference')}.png").is_file()
+        assert (where / "plots" / f"ceilings_{html_id(other + ' reference')}.png").is_file()
+
+    assert main([str(root / "gpu-a"), "--references", str(root), "--out", str(tmp_path / "pages")]) == 0
+    assert f"files written to {tmp_path / 'pages' / 'gpu-a'}/" in capsys.readouterr().out
+    pages = tmp_path / "pages" / "gpu-a" / "report.md"
+    assert pages.read_bytes() == (where.parent / "gpu-a" / "report.md").read_bytes()
+    assert _tree(root) == before
+
+
+def test_a_references_committed_pages_are_checked_and_rendered_again_on_purpose(tmp_path, capsys):
+    """``python -m kernellab.workflow.reference --check`` lists the pages of a reference that today's
+    code renders differently (a changed page, a figure no longer drawn), exit status 1;
+    ``--render`` rewrites them in place, after which the check passes."""
+    from kernellab.workflow.reference import main
+
+    ref = tmp_path / "reference" / "gpu-a"
+    shutil.copytree(FIXTURE / "fake-gpu", ref)
+    assert main(["--render", str(ref)]) == 0
+    assert f"{ref}: " in capsys.readouterr().out and (ref / "report.md").is_file()
+    assert main(["--check", str(ref)]) == 0
+    assert capsys.readouterr().out == f"{ref}: as today's code renders it\n"
+
+    (ref / "report.md").write_text("stale\n", encoding="utf-8")
+    (ref / "plots" / "gone.png").write_bytes(PNG)
+    before = _tree(ref)
+    assert main(["--check", str(ref)]) == 1
+    assert capsys.readouterr().out == f"{ref}: 2 page(s) differ from today's rendering: plots/gone.png, report.md\n"
+    assert _tree(ref) == before  # a check writes nothing there
+    assert main(["--render", str(ref)]) == 0
+    assert main(["--check", str(ref)]) == 0 and not (ref / "plots" / "gone.png").exists()
 
 
 def _fake_gpu_with_recorded_finding(tmp_path, kernel: str, step: str, finding: str) -> Path:

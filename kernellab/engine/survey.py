@@ -128,6 +128,7 @@ def survey(device: str) -> dict:
     out["clocks_before"] = mon.reading().clocks()
     out["copy_gbps"] = copy_bandwidth_gbps(device)
     out["matmul_tflops"] = {d: matmul_tflops(device, d) for d in runtime.DTYPES}
+    out["not_meaningful"] = not_meaningful(out)
     out["clocks_after"] = mon.reading().clocks()
     out["nvml"] = mon.device_info()
     return out
@@ -137,6 +138,38 @@ def _llc() -> int:
     from kernellab.engine.timing import llc_bytes
 
     return llc_bytes()
+
+
+# A reduced-precision product far slower than fp32 on the same machine has no native arithmetic
+# there (fp16 on a CPU without fp16 units runs a scalar fallback: 0.003 TFLOP/s against fp32's
+# 0.16): its rate bounds no kernel's design, so no comparison may predict from it.
+MIN_SHARE_OF_FP32 = 0.1
+
+
+def not_meaningful(survey_data: dict) -> dict[str, str]:
+    """{dtype: why} for each matmul ceiling that is not a meaningful ceiling: under
+    ``MIN_SHARE_OF_FP32`` of the same machine's fp32 rate (one not measured is no entry)."""
+    rates = survey_data.get("matmul_tflops") if isinstance(survey_data, dict) else None
+    rates = rates if isinstance(rates, dict) else {}
+    fp32 = _rate(rates.get("fp32"))
+    out = {}
+    for dtype in sorted(rates):
+        rate = _rate(rates[dtype])
+        if dtype == "fp32" or fp32 <= 0 or rate <= 0 or rate >= MIN_SHARE_OF_FP32 * fp32:
+            continue
+        out[dtype] = (
+            f"{rate:.3g} TFLOP/s, under {MIN_SHARE_OF_FP32:.0%} of this machine's fp32 rate ({fp32:.3g}): "
+            f"no native {dtype} arithmetic here"
+        )
+    return out
+
+
+def _rate(v) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return 0.0
+    return f if f == f else 0.0  # NaN counts as not measured
 
 
 def ceilings(survey_data: dict, family_bound: str, dtype: str) -> tuple[float, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+from kernellab.engine.survey import not_meaningful
 from kernellab.report.fmt import to_float
 from kernellab.report.load import Results, case_key, check_failed, is_valid
 
@@ -139,9 +140,14 @@ def ceiling_notes(res: Results) -> list[str]:
         s, o = to_float(v.get("survey")), to_float(v.get("observed"))
         what, unit = ("copy bandwidth", "GB/s") if key == "copy" else (f"{key} matmul rate", "TFLOP/s")
         notes.append(
-            f"Above the measured ceiling: the survey's {what} ({s:,.4g} {unit}) is below what the benchmark "
+            f"↑ Above the measured ceiling: the survey's {what} ({s:,.4g} {unit}) is below what the benchmark "
             f"reaches ({o:,.4g} {unit}); the ceiling shown, in the percentages and the roofline, is "
             f"max(survey, best observed) = {o:,.4g} {unit}. Cases above the survey's figure are marked ↑."
+        )
+    for dtype, why in not_meaningful(res.survey).items():
+        notes.append(
+            f"Not a meaningful ceiling: the {dtype} matmul rate ({why}); its percentages bound nothing "
+            "and no comparison predicts from it."
         )
     return notes
 

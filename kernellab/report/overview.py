@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from kernellab.engine.survey import not_meaningful
 from kernellab.report import fmt
 from kernellab.report.load import Results
 from kernellab.report.tables import Table, kv_table
@@ -24,8 +25,10 @@ def hardware_table(res: Results) -> Table:
         rows.append(("memory", fmt.nbytes(s.get("memory_bytes"))))
     rows.append(("measured copy bandwidth", f"{fmt.num(s.get('copy_gbps'), 1)} GB/s"))
     mm = s.get("matmul_tflops") if isinstance(s.get("matmul_tflops"), dict) else {}
+    unfit = not_meaningful(s)
     for d in sorted(mm):
-        rows.append((f"measured matmul {d}", f"{fmt.sig(mm[d], 4)} TFLOP/s"))
+        flag = " (not meaningful: no native arithmetic)" if d in unfit else ""
+        rows.append((f"measured matmul {d}", f"{fmt.sig(mm[d], 4)} TFLOP/s{flag}"))
     ds = s.get("datasheet") if isinstance(s.get("datasheet"), dict) else None
     if ds:
         rows.append(("datasheet", fmt.text(ds.get("name")) or fmt.NA))

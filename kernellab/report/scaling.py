@@ -15,6 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from kernellab.engine.survey import not_meaningful
 from kernellab.report import fmt, plot_comparison
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results
@@ -34,6 +35,8 @@ class Group:
     this_ceiling: float
     other_ceiling: float
     pairs: list[dict] = field(default_factory=list)
+    # {hardware: why} for a side whose ceiling bounds nothing (``survey.not_meaningful``)
+    not_meaningful: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -56,6 +59,8 @@ class Group:
     def predicted(self) -> float:
         """The time ratio other / this that the ceilings predict: this set's ceiling over the other's."""
         a, b = self.this_ceiling, self.other_ceiling
+        if self.not_meaningful:
+            return math.nan
         return a / b if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0 else math.nan
 
     @property
@@ -79,6 +84,9 @@ def groups(res: Results, other: Results, pairs: list[dict]) -> list[Group]:
                 dtype=dtype,
                 this_ceiling=ceiling(res.survey, metric, dtype),
                 other_ceiling=ceiling(other.survey, metric, dtype),
+                not_meaningful={
+                    r.hardware: why for r in (res, other) if compute and (why := not_meaningful(r.survey).get(dtype))
+                },
             )
         g.pairs.append(p)
     return [out[k] for k in sorted(out)]
@@ -101,6 +109,9 @@ def group_line(g: Group, res: Results, other: Results) -> str:
     faster on A (copy: 4,216 vs 2,990 GB/s)"."""
     this, that = res.hardware, other.hardware
     head = f"{g.label}: {faster_text(g.median, this, that)} (median of {len(g.pairs)} case(s))"
+    if g.not_meaningful:
+        why = "; ".join(f"on {hw}, {reason}" for hw, reason in g.not_meaningful.items())
+        return f"{head}; no prediction: the {g.ceiling_name} ceiling is not meaningful ({why})"
     if not math.isfinite(g.predicted):
         missing = [hw for hw, c in ((this, g.this_ceiling), (that, g.other_ceiling)) if not (c > 0)]
         return f"{head}; no ceiling ratio: the {g.ceiling_name} ceiling was not measured on {', '.join(missing)}"

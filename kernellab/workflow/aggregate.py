@@ -22,6 +22,7 @@ import pandas as pd
 
 from kernellab import rows
 from kernellab.io import read_json, write_csv, write_json
+from kernellab.workflow.gitref import head_commit
 
 KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
 
@@ -163,7 +164,9 @@ def git_info(root: Path) -> dict:
 
     commit = git("rev-parse", "--verify", "--quiet", "HEAD")
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
-        return {"git_commit": None, "git_dirty": None}  # a copy of the tree without its history
+        # no git program (the container's image), or one that will not answer here: the .git files
+        # still name the commit; whether the tree differs from it takes git, so it stays unknown
+        return {"git_commit": head_commit(root), "git_dirty": None}
     dirty = git("status", "--porcelain", "--", ".", ":(exclude)results", ":(exclude).staging")
     return {"git_commit": commit, "git_dirty": bool(dirty)}
 
