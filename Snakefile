@@ -48,6 +48,10 @@ rule all:
 
 onstart:
     take_run_lock()  # first: one run at a time in a staging folder (common.smk)
+    from kernellab.workflow import interrupt
+
+    # Ctrl-C or kill -INT: the jobs stop now, one line on the terminal
+    interrupt.install(logger)
     run_command_for_cluster_jobs()  # the command line, for a job on a cluster node (common.smk)
     from kernellab.workflow.pipeline import write_run_plan
 
@@ -56,9 +60,13 @@ onstart:
 
 
 onerror:
+    from kernellab.workflow import interrupt
     from kernellab.workflow.run_summary import stopped_message
 
-    print(stopped_message(log), file=sys.stderr)
+    print(stopped_message(log, interrupt.interrupted()), file=sys.stderr)
+    if interrupt.interrupted():
+        # and no "At least one job did not complete successfully" after it
+        sys.exit(130)
 
 
 onsuccess:

@@ -74,10 +74,18 @@ def test_a_config_file_of_some_families_names_the_set_after_the_file(tmp_path):
     assert kl_config.narrow(config, [str(tmp_path / "My_Config.yaml")])["label"] == "my-config"
 
 
-def test_the_default_config_plus_yours_is_the_full_set(tmp_path):
+def test_yours_with_ours_is_a_set_of_its_own(tmp_path):
+    """Issue 41: ours with yours was the plain run's set (results/<hw>/), and each run replaced
+    the other's; it is named after your config file (or your families), apart from yours alone."""
     config = _default()
     config["kernels"]["silu"] = TINY
-    assert kl_config.narrow(config, [str(kl_config.DEFAULT_CONFIG), str(tmp_path / "mine.yaml")])["label"] == ""
+    with_ours = kl_config.narrow(config, [str(kl_config.DEFAULT_CONFIG), str(tmp_path / "mine.yaml")])["label"]
+    assert with_ours == "mine-and-ours"
+    alone = kl_config.narrow(_validated({"kernels": {"silu": TINY}}), [str(tmp_path / "mine.yaml")])["label"]
+    assert alone == "mine" and kl_config.narrow(_default())["label"] == ""
+    config = _default()
+    config["kernels"]["silu"] = TINY  # one file listing ours and yours
+    assert kl_config.narrow(config)["label"] == "silu-and-ours"
 
 
 def test_an_explicit_label_wins_and_a_long_one_is_shortened():

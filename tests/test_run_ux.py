@@ -197,20 +197,42 @@ def test_run_summary_counts_absences_apart_from_failures(tmp_path):
     assert "s2: no summary.csv" in text and str(tmp_path / "s1" / "report.html") in text
 
 
+def _asleep(pid: int) -> bool:
+    """Whether process ``pid`` is blocked (its state in /proc is S: sleeping), not running."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+    except (OSError, IndexError):
+        return False
+
+
 def test_ctrl_c_in_a_running_script_exits_130_with_one_line(tmp_path):
+    """The script starts from Python's own Ctrl-C handling, whatever the test runner's is (a
+    runner started in the background of a shell ignores SIGINT, and its children inherit that:
+    the script then slept its 120 s through the signal). The signal is sent once the script is
+    blocked in its sleep, not after a fixed delay that a busy machine can outlast."""
     import signal
     import time
 
     # inside the job, fds 1 and 2 are its log: the terminal is progress.terminal()
-    code = ("import sys, time\nfrom kernellab.engine import progress\nfrom kernellab.workflow import pipeline\n"
+    code = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\n"
+            "from kernellab.engine import progress\nfrom kernellab.workflow import pipeline\n"
             f"with pipeline.logged({str(tmp_path / 'job.log')!r}):\n"
             "    print('ready', file=progress.terminal(), flush=True)\n    time.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr.readline().strip() == "ready"
-    time.sleep(0.2)
+    first = proc.stderr.readline()
+    assert first.strip() == "ready", first + proc.stderr.read()
+    deadline = time.monotonic() + 60
+    while not _asleep(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
-    err = proc.stderr.read()
-    assert proc.wait(timeout=60) == 130
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the script did not stop on SIGINT") from None
+    assert proc.returncode == 130
     assert err.strip() == pipeline.INTERRUPTED and "Traceback" not in err
 
 

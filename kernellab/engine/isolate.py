@@ -9,10 +9,13 @@ finished case back through a pipe: a child killed at case k still leaves cases 1
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing as mp
 import multiprocessing.connection
 import os
+import signal
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -23,9 +26,30 @@ _READY = "__ready__"  # a prepared child waits for its turn
 log = logging.getLogger("kernellab")
 
 
-def _child(conn, work: Callable[[], Iterator[dict]], prepare: Callable[[], None] | None = None,
-           go=None, cpus: set[int] | None = None) -> None:
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its parent ``parent`` ends, however it ends
+    (SIGKILL included): a killed run's job, or a killed job's worker, must not live on as an
+    orphan that still writes the run's files (Linux; elsewhere nothing). ``parent``: the pid
+    the parent had when it started this process; a parent gone already ends this one now."""
+    if not sys.platform.startswith("linux"):
+        return
     try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: nothing to ask for
+        return
+    if os.getppid() != parent:  # it ended before the request above: nothing will signal us
+        os._exit(1)
+
+
+def _child(conn, work: Callable[[], Iterator[dict]], prepare: Callable[[], None] | None = None,
+           go=None, cpus: set[int] | None = None, parent: int = 0) -> None:
+    try:
+        if parent:
+            die_with_parent(parent)
         if prepare is not None:
             everywhere = os.sched_getaffinity(0)
             if cpus:
@@ -93,7 +117,7 @@ class _Child:
         ctx = mp.get_context("fork")
         parent, child = ctx.Pipe(duplex=False)
         go = ctx.Event() if prepare is not None else None
-        proc = ctx.Process(target=_child, args=(child, work, prepare, go, cpus), daemon=True)
+        proc = ctx.Process(target=_child, args=(child, work, prepare, go, cpus, os.getpid()), daemon=True)
         proc.start()
         child.close()
         return cls(proc, parent, go)
@@ -121,6 +145,14 @@ class _Child:
 
 
 def _collect(c: _Child, timeout_s: float, progress: Callable[[object], None]) -> tuple[list[dict], str]:
+    try:
+        return _collect_from(c, timeout_s, progress)
+    except BaseException:
+        c.kill()  # Ctrl-C (or any error here): the worker stops now, not when it has finished
+        raise
+
+
+def _collect_from(c: _Child, timeout_s: float, progress: Callable[[object], None]) -> tuple[list[dict], str]:
     if c.go is not None:
         c.go.set()
     proc, parent = c.proc, c.conn
@@ -293,5 +325,14 @@ def forked_map(fn: Callable, calls: list[tuple], workers: int) -> list:
         return [fn(*args) for args in calls]
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"),
+                               initializer=die_with_parent, initargs=(os.getpid(),))
+    try:
         return list(pool.map(_star, [fn] * len(calls), calls))
+    except BaseException:
+        # Ctrl-C (or a call's error): the tasks still running stop now; shutdown alone waits for them
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.kill()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

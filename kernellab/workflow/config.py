@@ -114,11 +114,12 @@ def default_families() -> set[str]:
 def narrow(config: dict, configfiles=()) -> dict:
     """Apply ``only`` (the families of the config this run measures) and name the run's set.
 
-    A set named after the hardware alone holds every family of the default config (and any
-    of the user's beside them). A run of fewer families is given, unless ``label`` names it,
-    the label of what narrowed it: the families of ``only``, else the config files' names
-    (``--configfile my-config.yaml``: ``my-config``), else its families. So a partial run never
-    replaces the full set, and a config file keeps its set when a family is added to it."""
+    A set named after the hardware alone holds the default config's families, no fewer and no
+    more. A run of fewer families is given, unless ``label`` names it, the label of what narrowed
+    it: the families of ``only``, else the config files' names (``--configfile my-config.yaml``:
+    ``my-config``), else its families. A run of ours with yours (``--configfile config/config.yaml
+    my-config.yaml``) is ``my-config-and-ours``. So neither a partial run nor yours with ours
+    replaces the plain run's set, and a config file keeps its set when a family is added to it."""
     kernels = config["kernels"]
     only = list(config.get("only") or [])
     unknown = [k for k in only if k not in kernels]
@@ -127,10 +128,14 @@ def narrow(config: dict, configfiles=()) -> dict:
                           f"({', '.join(sorted(kernels))}); a family of yours also needs its cases under kernels")
     if only:
         config["kernels"] = {k: v for k, v in kernels.items() if k in only}
-    if not config.get("label") and not default_families() <= set(config["kernels"]):
+    ours, run = default_families(), set(config["kernels"])
+    if not config.get("label") and run != ours:
         files = [Path(f) for f in configfiles if Path(f).resolve() != DEFAULT_CONFIG]
-        names = sorted(only) or [f.stem for f in files] or sorted(config["kernels"])
-        config["label"] = _label("-".join(names))
+        if ours < run:  # every family of ours, and some of yours
+            config["label"] = _label("-".join([f.stem for f in files] or sorted(run - ours)) + "-and-ours")
+        else:
+            names = sorted(only) or [f.stem for f in files] or sorted(run)
+            config["label"] = _label("-".join(names))
     return config
 
 

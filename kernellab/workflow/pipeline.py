@@ -61,6 +61,20 @@ def logged(log_path: str | None, bytecode: str = ""):
         raise SystemExit(130) from None
 
 
+def interrupt_once() -> None:
+    """Ctrl-C raises KeyboardInterrupt once; a second SIGINT (the terminal's and the one the run
+    passes on to its jobs, ``kernellab.workflow.interrupt``) is ignored, so that it cannot break
+    the job's way out into a traceback. Forked workers inherit this."""
+    import signal
+
+    def first(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
+        signal.signal(signal.SIGINT, first)
+
+
 def _caused_by_interrupt(exc: BaseException) -> bool:
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -77,7 +91,19 @@ def job(log_path: str | None, cache: str = "", slots: str = "", expect_set: str 
     """What a job sets up before its work: its log and bytecode cache (``logged``), the set's
     compile cache, a GPU of its own on a multi-GPU host (``slots``: the lock folder), and, where
     the run names its GPU models, a check that the GPU this job landed on is the one its result
-    set is for."""
+    set is for. The job dies with the run (``isolate.die_with_parent``: a SIGKILLed Snakemake
+    leaves no orphan), holds the lock of its log file (``runlock.hold_job``: a rerun's job waits
+    for, or refuses, an earlier one still running), and ends on the first Ctrl-C, deaf to more."""
+    from kernellab.engine import isolate
+    from kernellab.workflow import runlock
+
+    parent = os.getppid()
+    if parent == 1:  # the run ended before this job got going
+        raise SystemExit(1)
+    isolate.die_with_parent(parent)
+    interrupt_once()
+    if log_path:
+        runlock.hold_job(log_path)
     with logged(log_path, bytecode):
         if cache:
             runtime.use_run_cache(cache)

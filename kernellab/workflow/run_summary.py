@@ -68,12 +68,14 @@ def finish(results: str | Path, sets, skipped: dict[str, str] | None = None, str
     return 0 if clean else 1
 
 
-def stopped_message(snakemake_log) -> str:
-    """What a run that stopped early says last: after Ctrl-C (Snakemake's log says it
-    terminated the jobs on user request) the one line a job says too, else that a job failed.
-    ``snakemake_log``: what Snakemake hands its onerror handler (a path, a list of them, None)."""
+def stopped_message(snakemake_log, interrupted: bool = False) -> str:
+    """What a run that stopped early says last: after Ctrl-C (``interrupted``, or Snakemake's log
+    says it terminated the jobs on user request) the one line a job says too, else that a job
+    failed. ``snakemake_log``: what Snakemake hands its onerror handler (a path, a list, None)."""
     from kernellab.workflow.pipeline import INTERRUPTED
 
+    if interrupted:
+        return f"kernellab: {INTERRUPTED}"
     paths = [snakemake_log] if isinstance(snakemake_log, (str, Path)) else list(snakemake_log or [])
     text = ""
     for path in paths:
