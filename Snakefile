@@ -53,10 +53,12 @@ onstart:
     # Ctrl-C or kill -INT: the jobs stop now, one line on the terminal
     interrupt.install(logger)
     run_command_for_cluster_jobs()  # the command line, for a job on a cluster node (common.smk)
+    # the families loaded, the config checked against them
+    REGISTRY = check_families()
     from kernellab.workflow.pipeline import write_run_plan
 
     # each family's work, for the measure jobs' estimate of the run's time left
-    write_run_plan(RUN_CONFIG, RUN_CONFIG["staging"], SETS)
+    write_run_plan(RUN_CONFIG, REGISTRY, RUN_CONFIG["staging"], SETS)
 
 
 onerror:
@@ -70,11 +72,11 @@ onerror:
 
 
 onsuccess:
-    from kernellab.engine import registry
     from kernellab.workflow.run_summary import finish
 
     # after publishing: a case that failed or raised, or a family skipped at load, ends the run
     # with exit status 1 (Snakemake's CLI lets SystemExit through, its locks released)
-    status = finish(RUN_CONFIG["results"], SETS, registry.load_errors())
+    errors = registry.load(RUN_CONFIG["kernel_dirs"]).errors
+    status = finish(RUN_CONFIG["results"], SETS, errors)
     if status:
         sys.exit(status)

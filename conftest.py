@@ -15,6 +15,8 @@ sys.path.insert(0, str(ROOT))
 
 from kernellab.engine import registry, runtime  # noqa: E402
 
+REGISTRY = registry.load()  # the families of the default kernel folders
+
 runtime.setup()
 # Tests fork workers (kernellab.engine.isolate) from this process after others have run PyTorch ops
 # in it: a fork while PyTorch's intra-op thread pool exists can deadlock the child, so that
@@ -49,7 +51,7 @@ def pytest_collection_modifyitems(config, items):
 def _family_of(path: Path) -> str | None:
     """The family whose folder holds ``path`` (directly or in a subfolder), if any."""
     path = path.resolve()
-    for name, fam in registry.families().items():
+    for name, fam in REGISTRY.families.items():
         if fam.folder is not None and path.is_relative_to(Path(fam.folder).resolve()):
             return name
     return None
@@ -63,7 +65,7 @@ class FamilyTestModule(pytest.Module):
     family: str = ""
 
     def _getobj(self):
-        fam = registry.family(self.family)
+        fam = REGISTRY.family(self.family)
         rel = self.path.resolve().relative_to(Path(fam.folder).resolve()).with_suffix("")
         return importlib.import_module(".".join(["kernellab.families", self.family, *rel.parts]))
 
@@ -98,7 +100,7 @@ import json
 from kernellab.engine import registry  # noqa: E402
 from kernellab.engine.triton_utils import compile_asm
 out = {}
-for name, fam in registry.families().items():
+for name, fam in registry.load().families.items():
     for key, impl in fam.impls.items():
         if impl.compile_specs is None:
             continue

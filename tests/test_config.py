@@ -12,6 +12,8 @@ from kernellab.engine import registry
 from kernellab.errors import ConfigError
 from kernellab.workflow import config as kl_config
 
+REGISTRY = registry.load()  # the families of the default kernel folders
+
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
 
@@ -32,14 +34,14 @@ def _with(path: str, value):
 
 def _validate(cfg):
     kl_config.validate_schema(cfg)
-    kl_config.check(cfg)
+    kl_config.check(cfg, REGISTRY.families)
 
 
 def _example_kernel() -> str:
     """A kernel of the test config to break: vectors, no parameters, a Triton implementation, no
     TF32 (picked from the registry)."""
     for name in BASE["kernels"]:
-        fam = registry.families().get(name)
+        fam = REGISTRY.families.get(name)
         if (fam and fam.shape_rank == (1,) and not fam.params and "tf32" not in fam.dtypes
                 and "triton" in fam.impls):
             return name
@@ -95,7 +97,7 @@ def test_ladder_shape_and_dtype():
     at fp32 when every step takes it, else at the first dtype all its steps take."""
     from kernellab.engine.cases import kernel_plan
 
-    fam = next(f for _, f in sorted(registry.families().items()) if len(f.ladders()) >= 2)
+    fam = next(f for _, f in sorted(REGISTRY.families.items()) if len(f.ladders()) >= 2)
     first, second = list(fam.ladders())[:2]
     shape = "x".join(["64"] * fam.shape_rank[0])
     other = "x".join(["32"] * fam.shape_rank[0])
@@ -113,7 +115,7 @@ def test_ladder_shape_and_dtype():
 def test_ncu_cases_default_to_the_profile_shape_and_fp32():
     from kernellab.engine.cases import NcuCase, kernel_plan
 
-    fam = registry.family(K)
+    fam = REGISTRY.family(K)
     plan = kernel_plan(K, {"dtypes": ["bf16", "fp32"], "shapes": [4099, 8192], "profile_shape": 8192,
                            "ncu_cases": [{"impl": "triton"}, {"impl": "triton", "shape": 4099, "dtype": "bf16"}]},
                        "gpu")
@@ -126,23 +128,23 @@ def test_ncu_case_without_dtype_is_refused_when_its_impl_does_not_run_the_defaul
     that does not run that is refused before the run, named with the dtypes it does run."""
     from kernellab.engine.cases import default_dtype
 
-    fam, key = next((f, k) for _, f in sorted(registry.families().items()) for k, i in f.impls.items()
+    fam, key = next((f, k) for _, f in sorted(REGISTRY.families.items()) for k, i in f.impls.items()
                     if i.dtypes and not i.supports(default_dtype(list(f.dtypes))))
     cfg = copy.deepcopy(BASE)
     cfg["kernels"] = {fam.name: {"dtypes": list(fam.dtypes), "shapes": ["x".join(["64"] * fam.shape_rank[0])],
                                  "ncu_cases": [{"impl": key}]}}
     kl_config.validate_schema(cfg)
     with pytest.raises(kl_config.ConfigError, match=rf"ncu_cases\[0\]: {key} does not run"):
-        kl_config.check(cfg)
+        kl_config.check(cfg, REGISTRY.families)
     cfg["kernels"][fam.name]["ncu_cases"] = [{"impl": key, "dtype": fam.impls[key].dtypes[0]}]
-    kl_config.check(cfg)
+    kl_config.check(cfg, REGISTRY.families)
 
 
 def test_impl_dtypes_limit_an_implementation():
     from kernellab.engine.cases import kernel_plan
 
     # a family with several dtypes and two implementations that support them all, from the registry
-    fam, limited, other = next((f, *keys) for _, f in sorted(registry.families().items()) if len(f.dtypes) >= 2
+    fam, limited, other = next((f, *keys) for _, f in sorted(REGISTRY.families.items()) if len(f.dtypes) >= 2
                                for keys in [[k for k, i in f.impls.items() if i.dtypes is None][:2]] if len(keys) == 2)
     shape = 64 if fam.shape_rank[0] == 1 else "x".join(["64"] * fam.shape_rank[0])
     plan = kernel_plan(fam.name, {"dtypes": list(fam.dtypes), "shapes": [shape],
@@ -162,7 +164,7 @@ def test_at_least_twenty_bad_configs():
     assert len(BAD) >= 20
 
 
-RANGED = [(name, param, lo, hi) for name, fam in sorted(registry.families().items())
+RANGED = [(name, param, lo, hi) for name, fam in sorted(REGISTRY.families.items())
           for param, (lo, hi) in fam.param_ranges.items()]
 
 
@@ -171,7 +173,7 @@ RANGED = [(name, param, lo, hi) for name, fam in sorted(registry.families().item
 def test_param_outside_its_range(name, param, lo, hi, where):
     """A family's parameter outside its [lo, hi) range is rejected, naming the parameter."""
     value = {"at_high": hi, "below": lo - 0.1, "above": hi + 0.5}[where]
-    fam = registry.family(name)
+    fam = REGISTRY.family(name)
     shape = 4096 if fam.shape_rank[0] == 1 else "x".join(["4096"] * fam.shape_rank[0])
     cfg = _with(f"kernels.{name}", {"dtypes": [fam.dtypes[0]], "shapes": [shape], "params": {param: [value]}})
     with pytest.raises(Exception, match=param):
@@ -180,7 +182,7 @@ def test_param_outside_its_range(name, param, lo, hi, where):
 
 def test_shipped_configs_are_valid():
     for name in ("config.yaml", "test.yaml"):
-        kl_config.load(ROOT / "config" / name)
+        kl_config.load(ROOT / "config" / name, REGISTRY.families)
 
 
 def test_snakemake_rejects_a_bad_config_before_any_job(tmp_path):

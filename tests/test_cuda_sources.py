@@ -64,8 +64,9 @@ def test_every_file_compiles_for_sm90_without_spills(cuda_resources):
 def test_every_cuda_implementation_has_its_kernels_in_its_folder(cuda_resources):
     """The kernels each registered CUDA implementation names are compiled from its family's folder."""
     from kernellab.engine import registry
+    REGISTRY = registry.load()
 
-    for name, fam in registry.families().items():
+    for name, fam in REGISTRY.families.items():
         bases = {r["base"] for r in cuda_resources["rows"] if r["file"].startswith(f"{name}/")}
         for impl in fam.impls.values():
             if impl.backend == "cuda":
@@ -76,12 +77,13 @@ def test_every_cuda_kernel_in_the_dtypes_of_its_implementation(cuda_resources):
     """A CUDA implementation that supports fp32 (bf16) has an fp32 (bf16) instantiation of each
     of its kernels."""
     from kernellab.engine import registry
+    REGISTRY = registry.load()
 
     names = {"fp32": "float", "bf16": "__nv_bfloat16"}
     by_base = {}
     for r in cuda_resources["rows"]:
         by_base.setdefault(r["base"], []).append(r["kernel"])
-    for fam in registry.families().values():
+    for fam in REGISTRY.families.values():
         for impl in (i for i in fam.impls.values() if i.backend == "cuda"):
             for kernel in impl.cuda_kernels:
                 kinds = " ".join(by_base.get(kernel, []))
@@ -223,15 +225,17 @@ def test_resource_report_without_nvcc(tmp_path, monkeypatch):
 
 def _cuda_family_names() -> list[str]:
     from kernellab.engine import registry
+    REGISTRY = registry.load()
 
-    return sorted(n for n, f in registry.families().items() if any(i.backend == "cuda" for i in f.impls.values()))
+    return sorted(n for n, f in REGISTRY.families.items() if any(i.backend == "cuda" for i in f.impls.values()))
 
 
 @pytest.mark.parametrize("name", _cuda_family_names())
 def test_ptx_tasks_group_the_cuda_implementations_that_share_a_source(name):
     from kernellab.engine import ptx, registry
+    REGISTRY = registry.load()
 
-    fam = registry.family(name)
+    fam = REGISTRY.family(name)
     cuda = [k for k, i in fam.impls.items() if i.backend == "cuda"]
     groups = ptx.cuda_groups(fam, list(fam.impls))
     assert sorted(k for g in groups for k in g) == sorted(cuda)  # each CUDA implementation once
@@ -254,12 +258,13 @@ def test_ptx_takes_the_cuda_code_from_the_build(cuda_resources, monkeypatch, tmp
     build folder: with nvcc made to fail, every CUDA implementation still has its PTX (and its
     SASS where cuobjdump exists), and each kernel's PTX is the one the report compiled."""
     from kernellab.engine import ptx, registry
+    REGISTRY = registry.load()
 
     def no_second_compile(*args, **kwargs):
         raise AssertionError("compiled again")
 
     monkeypatch.setattr(cuda_build, "ptx_and_sass", no_second_compile)
-    fam = registry.family(name)
+    fam = REGISTRY.family(name)
     for key, impl in fam.impls.items():
         if impl.backend != "cuda":
             continue

@@ -7,11 +7,13 @@ from kernellab.engine import cuda_build, ncu, registry
 from kernellab.engine import ptx as ptxmod
 from kernellab.engine.testing import in_fresh_interpreter
 
+REGISTRY = registry.load()  # the families of the default kernel folders
+
 ROOT = Path(__file__).resolve().parents[1]
 # a concrete CUDA step and Triton implementation, picked from the registry
-CUDA_STEP = next((name, key) for name, fam in sorted(registry.families().items())
+CUDA_STEP = next((name, key) for name, fam in sorted(REGISTRY.families.items())
                  for key, impl in fam.impls.items() if impl.backend == "cuda" and impl.supports("fp32"))
-TRITON_IMPL = next((name, key) for name, fam in sorted(registry.families().items())
+TRITON_IMPL = next((name, key) for name, fam in sorted(REGISTRY.families.items())
                    for key, impl in fam.impls.items() if impl.backend == "triton" and impl.compile_specs
                    and impl.supports("fp32"))
 
@@ -59,7 +61,7 @@ def test_missing_cuobjdump_keeps_ptx_and_says_why(tmp_path):
 import json
 from kernellab.engine import cuda_build, registry, ptx
 cuda_build.find_cuobjdump = lambda: None
-fam = registry.family({TRITON_IMPL[0]!r})
+fam = registry.load().family({TRITON_IMPL[0]!r})
 from pathlib import Path
 print(json.dumps(ptx.triton_entries(fam, fam.impls[{TRITON_IMPL[1]!r}], ["fp32"], Path({str(tmp_path)!r}), 90)))
 """
@@ -74,7 +76,7 @@ def test_missing_nvcc_makes_cuda_ptx_unavailable(monkeypatch, tmp_path):
         raise cuda_build.ToolNotFound("nvcc not found")
 
     monkeypatch.setattr(cuda_build, "ptx_and_sass", no_nvcc)
-    fam = registry.family(CUDA_STEP[0])
+    fam = REGISTRY.family(CUDA_STEP[0])
     entries = ptxmod.cuda_entries(fam, fam.impls[CUDA_STEP[1]], tmp_path, 90, {})
     assert [e["status"] for e in entries] == ["unavailable"]
     assert "nvcc" in entries[0]["reason"]
@@ -122,7 +124,7 @@ def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(
     for kernel, out in zip(kernels, outs, strict=True):
         rows = pd.read_csv(out)
         assert set(rows["kernel"]) == {kernel}  # each family's table has its own steps only
-        fam = registry.family(kernel)
+        fam = REGISTRY.family(kernel)
         plan = pipeline._plan(config, kernel)
         assert set(rows["ladder"].dropna()) == set(fam.ladders())  # and the ncu_cases, of no ladder
         for ladder, steps in fam.ladders().items():
@@ -201,7 +203,7 @@ def test_ncu_cases_are_profiled_beside_the_ladders_with_their_byte_model(tmp_pat
     rows = pd.read_csv(out, keep_default_na=False)
     extra = rows[rows["ladder"] == ""]
     assert list(extra["impl_key"]) == [c["impl"] for c in cases]
-    fam = registry.family(kernel)
+    fam = REGISTRY.family(kernel)
     plan = pipeline._plan(config, kernel)
     for (_, r), c in zip(extra.iterrows(), cases, strict=True):
         shape = parse_shape(c.get("shape", "x".join(map(str, plan.profile_shape))))

@@ -137,7 +137,8 @@ def _load(tmp: Path, changes: str = "", impl: str = GOOD_IMPL) -> dict[str, str]
 
     (tmp / "mine").mkdir()
     (tmp / "mine" / "__init__.py").write_text(FAMILY.format(changes=changes, impl=impl))
-    code = f"import json; from kernellab.engine import registry; print(json.dumps(registry.load([{str(tmp)!r}])))"
+    code = ("import json; from kernellab.engine import registry; "
+            f"print(json.dumps(registry.load([{str(tmp)!r}]).errors))")
     return in_fresh_interpreter(code, cwd=ROOT)
 
 

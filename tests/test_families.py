@@ -24,7 +24,9 @@ from kernellab.engine.testing import check, run, verdict
 from kernellab.errors import Unavailable
 from kernellab.kit.triton import force_config, is_autotuned, recording
 
-FAMILIES = registry.families()
+REGISTRY = registry.load()  # the families of the default kernel folders
+
+FAMILIES = REGISTRY.families
 DEVICE = runtime.device()
 CPU_BACKENDS = ("torch", "triton", "compile")
 # Awkward shapes by number of dimensions: one element, sizes that are no multiple of anything,

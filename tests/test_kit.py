@@ -76,8 +76,9 @@ def test_row_families_refuse_a_strided_row_before_launching(name):
     row's elements strided, refuses them with the family's name; a launch would have read
     the wrong elements (or, under the interpreter, read them without a word)."""
     from kernellab.engine import registry
+    REGISTRY = registry.load()
 
-    fam = registry.families()[name]
+    fam = REGISTRY.families[name]
     impls = [impl for impl in fam.impls.values() if impl.backend == "triton"]
     assert impls
     for impl in impls:

@@ -18,6 +18,8 @@ import yaml
 from kernellab.engine import cuda_build, registry
 from kernellab.engine.testing import in_fresh_interpreter
 
+REGISTRY = registry.load()  # the families of the default kernel folders
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "my-kernels"
 TINY = {"dtypes": ["fp32", "bf16"], "shapes": [4099], "check_shapes": [1], "profile_shape": 4099,
@@ -90,20 +92,20 @@ def make_user_dir(tmp: Path) -> Path:
 
 
 def test_the_loader_names_each_broken_folder_and_keeps_the_rest(tmp_path):
-    """In a fresh process (the registry loads once per process), as a job would."""
+    """In a fresh process, as a job would."""
     mine = make_user_dir(tmp_path)
     code = ("import json; from kernellab.engine import registry; "
-            f"errors = registry.load(['kernels', {str(mine)!r}]); "
-            "print(json.dumps({'errors': errors, 'families': sorted(registry.families())}))")
+            f"reg = registry.load(['kernels', {str(mine)!r}]); "
+            "print(json.dumps({'errors': reg.errors, 'families': sorted(reg.families)}))")
     got = in_fresh_interpreter(code, cwd=ROOT)
     assert set(got["errors"]) == {"broken"}
     assert str(mine / "broken" / "__init__.py") in got["errors"]["broken"]
     assert "reference" in got["errors"]["broken"]
-    assert {"silu", "badcuda", "sqrelu", *registry.families()} <= set(got["families"])  # ours are all still there
+    assert {"silu", "badcuda", "sqrelu", *REGISTRY.families} <= set(got["families"])  # ours are all still there
 
 
 def test_a_family_name_twice_is_an_error_naming_both_folders(tmp_path):
-    ours = sorted(registry.families())[0]
+    ours = sorted(REGISTRY.families)[0]
     mine = tmp_path / "mine"
     (mine / ours).mkdir(parents=True)
     (mine / ours / "__init__.py").write_text("")
@@ -353,8 +355,9 @@ def test_a_step_is_one_new_file_and_its_ladder_entry(tmp_path):
     code = f"""
 import json
 from kernellab.engine import registry, runtime, testing
-errors = registry.load([{str(mine)!r}])
-fam = registry.family("mine")
+reg = registry.load([{str(mine)!r}])
+errors = reg.errors
+fam = reg.family("mine")
 steps = {{name: [[s.key, s.order, s.prediction, list(s.cuda_kernels)] for s in ladder]
           for name, ladder in fam.ladders().items()}}
 got, inputs, out = testing.run(fam, fam.impls["triton@blocked"].fn, (4099,), "fp32", device="cpu")

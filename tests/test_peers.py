@@ -17,12 +17,14 @@ from kernellab.engine.timing import TimingConfig
 from kernellab.errors import Unavailable
 from kernellab.kit import peers
 
+REGISTRY = registry.load()  # the families of the default kernel folders
+
 FAMILIES = ("softmax", "layer_norm", "rms_norm")
 PEER_IMPLS = [(f, k) for f in FAMILIES for k in ("liger", "quack")]
 
 
 def test_registry_holds_the_peers_in_the_row_families_only():
-    fams = registry.families()
+    fams = REGISTRY.families
     for name in FAMILIES:
         for kind in ("liger", "quack"):
             impl = fams[name].impls[kind]
@@ -36,7 +38,7 @@ def test_registry_holds_the_peers_in_the_row_families_only():
 @pytest.mark.skipif(runtime.has_gpu(), reason="checks the rows of a machine without a GPU")
 @pytest.mark.parametrize("name,key", PEER_IMPLS, ids=[f"{n}-{k}" for n, k in PEER_IMPLS])
 def test_without_a_gpu_their_rows_are_unavailable_with_the_reason(name, key):
-    fam = registry.family(name)
+    fam = REGISTRY.family(name)
     impl = fam.impls[key]
     cases = [Case(name, key, shape, dtype, ()) for dtype in ("fp32", "bf16") for shape in ((3, 33), (8, 64))]
     checks = list(check_impl(fam, impl, cases, [0, 1], "cpu"))
@@ -56,7 +58,7 @@ def on_gpu(monkeypatch):
 
 def _fresh(monkeypatch, name: str, attr: str):
     """A fresh copy of a family's entry (it keeps what its first call found), restored afterwards."""
-    mod = registry.module(name)
+    mod = REGISTRY.module(name)
     old = getattr(mod, attr)
     monkeypatch.setattr(mod, attr, peers.entry(old.peer, *old.where))
     return mod
@@ -138,7 +140,7 @@ def test_quack_layer_norm_gets_float32_weight_and_bias_cast_once_and_the_familys
         return y.to(x.dtype)
 
     _fake(monkeypatch, "quack.rmsnorm", layernorm_fwd=layernorm_fwd)
-    fam = registry.family("layer_norm")
+    fam = REGISTRY.family("layer_norm")
     mod = _fresh(monkeypatch, "layer_norm", "_quack_layer_norm")
     x, w, b = fam.make_inputs((4, 40), "bf16", "cpu", 0)
     out = fam.out_like(x, w, b)
@@ -178,7 +180,7 @@ def test_liger_adapters_pass_the_familys_eps_and_mode_and_return_the_output(monk
     for name, attr in (("rms_norm", "_liger_rms_norm"), ("layer_norm", "_liger_layer_norm"),
                        ("softmax", "_liger_softmax")):
         mod = _fresh(monkeypatch, name, attr)
-        fam = registry.family(name)
+        fam = REGISTRY.family(name)
         for dtype in ("fp32", "bf16"):
             row = run_case_check(fam, fam.impls["liger"], Case(name, "liger", (6, 50), dtype, ()), 0, "cpu")
             assert row["status"] == "ok", (name, dtype, row)
@@ -187,7 +189,7 @@ def test_liger_adapters_pass_the_familys_eps_and_mode_and_return_the_output(monk
         if name == "layer_norm":
             assert calls["ln"] == [(d, d, d, mod.EPS) for d in (torch.float32, torch.bfloat16)]  # as given
     # rows longer than Liger's one block are unavailable, not an error
-    fam = registry.family("softmax")
+    fam = REGISTRY.family("softmax")
     x = torch.zeros(1, 65537)
     with pytest.raises(Unavailable, match="Liger-Kernel takes rows of at most 65536 columns, not 65537"):
         fam.impls["liger"].fn(torch.empty_like(x), x)
@@ -205,12 +207,12 @@ def test_quack_rows_that_are_no_multiple_of_16_bytes_are_unavailable(monkeypatch
     seen = []
     _fake(monkeypatch, "quack.softmax", softmax_fwd=lambda x: seen.append(x.shape) or torch.softmax(x, -1))
     mod = _fresh(monkeypatch, "softmax", "_quack_softmax")
-    fam = registry.family("softmax")
+    fam = REGISTRY.family("softmax")
     for dtype, cols in (("bf16", 1001), ("fp32", 1001), ("bf16", 4)):
         size = 2 if dtype == "bf16" else 4
         with pytest.raises(Unavailable, match=f"^QuACK takes rows of a multiple of 16 bytes, not {cols} × {size} B$"):
             run_case_check(fam, fam.impls["quack"], Case("softmax", "quack", (3, cols), dtype, ()), 0, "cpu")
-    assert seen == [] and mod is registry.module("softmax")
+    assert seen == [] and mod is REGISTRY.module("softmax")
     for dtype, cols in (("bf16", 1000), ("fp32", 1000)):
         row = run_case_check(fam, fam.impls["quack"], Case("softmax", "quack", (3, cols), dtype, ()), 0, "cpu")
         assert row["status"] == "ok", row

@@ -19,6 +19,8 @@ from kernellab.engine.harness import measure_family
 from kernellab.engine.testing import in_fresh_interpreter
 from kernellab.kit import triton as kit_triton
 
+REGISTRY = registry.load()  # the families of the default kernel folders
+
 _STATE: dict = {}
 
 
@@ -86,7 +88,7 @@ def test_a_worker_that_dies_while_preparing_is_reported_and_the_rest_run():
 
 # ------------------------------------------------------------------ in a measure job
 def _example_family():
-    for _, fam in sorted(registry.families().items()):
+    for _, fam in sorted(REGISTRY.families.items()):
         if 1 in fam.shape_rank and not fam.params and {"torch_fused", "torch_naive"} <= set(fam.impls):
             return fam
     pytest.skip("no registered family with eager implementations")
@@ -121,7 +123,7 @@ def test_meta_inputs_are_shapes_and_dtypes_only():
 
 
 def _row_family_with_triton_steps():
-    for _, fam in sorted(registry.families().items()):
+    for _, fam in sorted(REGISTRY.families.items()):
         plain = [i for i in fam.impls.values() if i.backend == "triton" and not i.triton_kernels]
         tuned = [i for i in fam.impls.values() if i.backend == "triton" and i.triton_kernels]
         if plain and tuned and 2 in fam.shape_rank:
@@ -185,12 +187,12 @@ def test_lowering_ahead_fills_the_cache_the_real_call_then_reads(tmp_path):
     assert not kit.compiles_ahead(kit.compiled(torch.relu, mode="max-autotune"))
 
 
-@pytest.mark.parametrize("name", sorted(n for n, f in registry.families().items() if "compiled" in f.impls))
+@pytest.mark.parametrize("name", sorted(n for n, f in REGISTRY.families.items() if "compiled" in f.impls))
 def test_every_familys_compiled_implementation_lowers_ahead(name):
     """``compiled`` (torch.compile's default mode) is lowered while earlier implementations
     are timed; one that cannot be compiles every graph in its GPU turn (dropout's 76 cases
     took 25 s there on the H100, the other families' 3 to 8 s)."""
-    assert kit.compiles_ahead(registry.family(name).impls["compiled"].fn)
+    assert kit.compiles_ahead(REGISTRY.family(name).impls["compiled"].fn)
 
 
 # ------------------------------------------------------------------ on the GPU
@@ -204,7 +206,7 @@ def test_preparations_launch_no_kernel_on_the_gpu(tmp_path):
 
     from kernellab.engine.prepare import preparation
 
-    fam = registry.family("softmax")
+    fam = REGISTRY.family("softmax")
     plan = kernel_plan("softmax", {"dtypes": ["bf16"], "shapes": ["64x2048"], "check_shapes": ["3x1001"]}, "gpu")
 
     def work():

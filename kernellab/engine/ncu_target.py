@@ -28,16 +28,16 @@ def main(argv: list[str]) -> int:
     cuda_ext.configure(build_json.split(os.pathsep))
     import torch
 
-    registry.load(kernel_dirs.split(os.pathsep))
+    reg = registry.load(kernel_dirs.split(os.pathsep))
     status = []
     for spec in steps:
         kernel, rest = spec.split(":", 1)
         impl_key, dtype, shape = rest.rsplit(":", 2)
         call = None
         try:
-            family = registry.family(kernel)
+            family = reg.family(kernel)
             params = family.first_params()
-            impl = registry.impl(kernel, impl_key)
+            impl = reg.impl(kernel, impl_key)
             inputs = family.make_inputs(parse_shape(shape), dtype, device, 0, **params)
             out = family.out_like(*inputs, **params)
 

@@ -162,22 +162,23 @@ def cuda_groups(family: Family, keys: list[str]) -> list[list[str]]:
 
 
 def timed_entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, arch: int,
-                      build_dir: Path | None = None) -> tuple[float, list[dict]]:
-    """``entries_for`` and the seconds it took (the rule logs its slowest tasks)."""
+                      build_dir: Path | None = None, kernel_dirs=None) -> tuple[float, list[dict]]:
+    """``entries_for`` and the seconds it took (the rule logs its slowest tasks); the family is
+    the one ``kernel_dirs`` holds (loaded by the forking process already: Python's modules)."""
     import time
 
+    from kernellab.engine import registry
+
     t0 = time.perf_counter()
-    entries = entries_for(kernel, keys, dtypes, out_dir, arch, build_dir)
+    family = registry.load(kernel_dirs).family(kernel)
+    entries = entries_for(family, keys, dtypes, out_dir, arch, build_dir)
     return time.perf_counter() - t0, entries
 
 
-def entries_for(kernel: str, keys: list[str], dtypes: list[str], out_dir: Path, arch: int,
+def entries_for(family: Family, keys: list[str], dtypes: list[str], out_dir: Path, arch: int,
                 build_dir: Path | None = None) -> list[dict]:
     """Index entries of some implementations of one family (one task of the ptx rule's
     process pool; CUDA implementations sharing a .cu file share its compilation)."""
-    from kernellab.engine import registry
-
-    family = registry.family(kernel)
     entries, cache = [], {}
     for key in keys:
         impl = family.impls[key]

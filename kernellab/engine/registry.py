@@ -10,30 +10,38 @@ each step its order and texts from the folder's ladder.yaml.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernellab.errors import FamilyError
-from kernellab.kit.family import BACKENDS, IMPL_KINDS, STEP_MARK, STEP_TEXTS, Family, Impl, check_family
+from kernellab.kit.family import (
+    BACKENDS,
+    IMPL_KINDS,
+    LOADING,
+    STEP_MARK,
+    STEP_TEXTS,
+    Family,
+    Impl,
+    check_family,
+)
 
-__all__ = ["BACKENDS", "IMPL_KINDS", "Family", "FamilyError", "Impl"]
+__all__ = ["BACKENDS", "IMPL_KINDS", "Family", "FamilyError", "Impl", "Registry", "load"]
 
-_FAMILIES: dict[str, Family] = {}
-_ERRORS: dict[str, str] = {}  # family folder -> why it could not be loaded
-_DIRS: list[Path] = []
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIRS = ("kernels",)
 NOT_FAMILIES = ("common",)  # shared CUDA and binding helpers, not a family
 
 
 def _dtypes() -> tuple[str, ...]:
-    from kernellab.engine.runtime import TOLERANCE
+    from kernellab.kit.dtypes import DTYPES
 
-    return tuple(TOLERANCE)
+    return DTYPES
 
 
 def kernel_dirs(dirs=None, base: str | os.PathLike | None = None) -> list[Path]:
@@ -60,28 +68,81 @@ def family_folders(dirs: list[Path]) -> dict[str, Path]:
     return found
 
 
-def load(dirs=None, base: str | os.PathLike | None = None) -> dict[str, str]:
-    """Import every family folder of the kernel directories once (later calls with the same
-    directories do nothing). A folder that fails is left out and its error kept
-    (``load_errors``), so one broken family never stops the others. Returns those errors."""
+@dataclass
+class Registry:
+    """The families loaded from some kernel directories: what loading them gave, passed to
+    whoever reads families (the jobs, the tests), never a global of this module."""
+
+    dirs: tuple[Path, ...] = ()
+    families: dict[str, Family] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # family folder -> why it could not be loaded
+
+    def family(self, name: str) -> Family:
+        if name not in self.families:
+            if name in self.errors:
+                raise KeyError(f"kernel {name!r} could not be loaded: {self.errors[name]}")
+            raise KeyError(f"unknown kernel {name!r}; known kernels: {', '.join(sorted(self.families))}")
+        return self.families[name]
+
+    def module(self, name: str):
+        """The family's package (its Triton kernels, launchers and helpers)."""
+        self.family(name)
+        return sys.modules[f"{PACKAGE}.{name}"]
+
+    def impl(self, kernel: str, key: str) -> Impl:
+        fam = self.family(kernel)
+        if key not in fam.impls:
+            raise KeyError(f"unknown implementation {key!r} of kernel {kernel!r}; known: {', '.join(fam.impls)}")
+        return fam.impls[key]
+
+
+def load(dirs=None, base: str | os.PathLike | None = None) -> Registry:
+    """Import every family folder of the kernel directories and return them as a Registry.
+
+    A folder that fails is left out and its error kept (``Registry.errors``), so one broken
+    family never stops the others. A family builds on another through ``kit.builds_on``: that
+    one loads first. A folder this process imported already is Python's module of it, not
+    imported again, so loading the same directories twice gives the same families; a family
+    of the same name from another folder is an error (one ``kernellab.families.<name>``)."""
     from kernellab.engine import runtime
 
     wanted = kernel_dirs(dirs, base)
-    if _DIRS == wanted:
-        return dict(_ERRORS)
-    if _DIRS:
-        raise FamilyError(f"families already loaded from {', '.join(map(str, _DIRS))}; cannot also load "
-                          f"{', '.join(map(str, wanted))} in one process")
-    _DIRS[:] = wanted
     runtime.setup()  # before Triton is imported: interpreter on machines without a GPU
-    for name, folder in family_folders(wanted).items():
+    folders = family_folders(wanted)
+    reg = Registry(tuple(wanted))
+    loading: list[str] = []
+
+    def get(name: str):
+        if name in reg.families:
+            return sys.modules[f"{PACKAGE}.{name}"]
+        if name in reg.errors:
+            raise FamilyError(f"builds on family {name!r}, which did not load: {reg.errors[name]}")
+        if name not in folders:
+            raise FamilyError(f"builds on family {name!r}, which no kernel directory holds")
+        if name in loading:
+            raise FamilyError(f"families build on each other in a circle: {' -> '.join([*loading, name])}")
+        loading.append(name)
         try:
-            _FAMILIES[name] = load_family(name, folder)
+            reg.families[name] = load_family(name, folders[name])
         except Exception as exc:  # a user's folder may fail in any way: keep the others
             for mod in [m for m in sys.modules if m == f"{PACKAGE}.{name}" or m.startswith(f"{PACKAGE}.{name}.")]:
                 sys.modules.pop(mod)
-            _ERRORS[name] = _describe(exc, folder)
-    return dict(_ERRORS)
+            reg.errors[name] = _describe(exc, folders[name])
+            raise FamilyError(f"builds on family {name!r}, which did not load: {reg.errors[name]}") from None
+        finally:
+            loading.pop()
+        return sys.modules[f"{PACKAGE}.{name}"]
+
+    token = LOADING.set(get)
+    try:
+        for name in folders:
+            with contextlib.suppress(FamilyError):  # kept in reg.errors
+                get(name)
+    finally:
+        LOADING.reset(token)
+    reg.families = {n: reg.families[n] for n in folders if n in reg.families}
+    reg.errors = {n: reg.errors[n] for n in folders if n in reg.errors}
+    return reg
 
 
 PACKAGE = "kernellab.families"  # a folder <name> imports as kernellab.families.<name>
@@ -92,6 +153,13 @@ SKIPPED_MODULES = ("test_", "conftest")
 def load_family(name: str, folder: Path) -> Family:
     """Import one family folder: its package, then every module of it (a Triton step is a marked
     function in any of them); its FAMILY named after the folder, its steps found and ordered."""
+    full = f"{PACKAGE}.{name}"
+    known = sys.modules.get(full)
+    if known is not None and getattr(known, LOADED, False):
+        if Path(known.__file__).resolve() != (folder / "__init__.py").resolve():
+            raise FamilyError(f"{folder}: family {name!r} is loaded from {Path(known.__file__).parent} in this "
+                              f"process already; cannot load another folder of that name beside it")
+        return known.FAMILY
     module = _import_folder(name, folder)
     fam = getattr(module, "FAMILY", None)
     if not isinstance(fam, Family):
@@ -114,7 +182,11 @@ def load_family(name: str, folder: Path) -> Family:
         raise FamilyError(f"family {name!r} has no implementation: add one with "
                           f"FAMILY.add('torch_fused', fn)")
     attach_ladder_texts(fam, folder, texts)
+    setattr(module, LOADED, True)
     return fam
+
+
+LOADED = "__kernellab_loaded__"  # set on a family's package once it has loaded completely
 
 
 def _import_folder(name: str, folder: Path):
@@ -154,6 +226,23 @@ def _placed(impl: Impl, path: Path, folder: Path) -> Impl:
 
         impl = dataclasses.replace(impl, ladder=path.parent.name)
     return impl.derive(source=path)
+
+
+def builds_on(folder: Path) -> list[str]:
+    """The families a family folder builds on (its ``builds_on("name")`` calls), read without
+    importing it: what the workflow adds to a family's job code beside its own folder."""
+    import ast
+
+    names = []
+    for path in sorted(Path(folder).rglob("*.py")):
+        text = path.read_bytes()
+        if path.name.startswith(SKIPPED_MODULES) or "__pycache__" in path.parts or b"builds_on" not in text:
+            continue
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "builds_on"
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                names.append(node.args[0].value)
+    return sorted(set(names))
 
 
 def cuda_step_files(folder: Path, texts: dict) -> list[tuple[str, str, Path]]:
@@ -257,38 +346,3 @@ def _describe(exc: Exception, folder: Path) -> str:
         where = f"{exc.filename}:{exc.lineno}"
     text = str(exc) if isinstance(exc, FamilyError) else f"{type(exc).__name__}: {exc}"
     return f"{where}: {text}"
-
-
-def load_errors() -> dict[str, str]:
-    """Family folder name -> why it could not be loaded."""
-    return dict(_ERRORS)
-
-
-def families() -> dict[str, Family]:
-    if not _DIRS:
-        load()
-    return dict(_FAMILIES)
-
-
-def family(name: str) -> Family:
-    fams = families()
-    if name not in fams:
-        if name in _ERRORS:
-            raise KeyError(f"kernel {name!r} could not be loaded: {_ERRORS[name]}")
-        raise KeyError(f"unknown kernel {name!r}; known kernels: {', '.join(sorted(fams))}")
-    return fams[name]
-
-
-def module(name: str):
-    """The family's package (its Triton kernels, launchers and helpers)."""
-    family(name)
-    return importlib.import_module(f"{PACKAGE}.{name}")
-
-
-def impl(kernel: str, key: str) -> Impl:
-    fam = family(kernel)
-    if key not in fam.impls:
-        raise KeyError(
-            f"unknown implementation {key!r} of kernel {kernel!r}; known: {', '.join(fam.impls)}"
-        )
-    return fam.impls[key]

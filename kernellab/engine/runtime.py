@@ -55,31 +55,14 @@ def device() -> str:
     return "cuda" if has_gpu() else "cpu"
 
 
-def triton_interpreted() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-# dtype names used in config, records and the report. ``tf32`` is float32 storage
-# with TensorFloat-32 matrix units allowed; ``fp32`` keeps them off.
-DTYPES = ("fp32", "tf32", "bf16", "fp16")
+# the one dtype table is the kit's (what a family author reads too)
+from kernellab.kit.dtypes import DTYPES, TOLERANCE, element_size, torch_dtype  # noqa: E402
+from kernellab.kit.triton import triton_interpreted  # noqa: E402
 
-# Relative-norm tolerances ||out - ref|| / ||ref|| against a float64 reference, by
-# dtype: fp32 arithmetic lands far below 1e-5, tf32 near 3e-4, bf16/fp16 near 1e-3
-# to 5e-3 for chains of rounded ops.
-TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "bf16": 2e-2, "fp16": 1e-2}
-
-
-def torch_dtype(name: str):
-    import torch
-
-    table = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-    if name not in table:
-        raise ValueError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}")
-    return table[name]
-
-
-def element_size(name: str) -> int:
-    return {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}[name]
+__all__ = ["DTYPES", "TOLERANCE", "device", "element_size", "has_gpu", "matmul_precision", "setup",
+           "synchronize", "torch_dtype", "triton_interpreted", "use_run_cache"]
 
 
 @contextlib.contextmanager

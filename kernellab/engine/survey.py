@@ -52,8 +52,12 @@ def device_name() -> str:
 
 
 def hardware_slug() -> str:
-    """``nvidia-h200``, ``cpu-x86_64``...: results of different hardware never mix."""
-    if runtime.has_gpu() or nvml.Monitor().device_info().get("name"):
+    """``nvidia-h200``, ``cpu-x86_64``...: results of different hardware never mix. Without an
+    NVIDIA driver's device node there is no GPU to ask torch about (parsing the workflow reads
+    this: it imports no torch on a machine without a GPU)."""
+    import os
+
+    if nvml.Monitor().device_info().get("name") or (os.path.exists("/dev/nvidiactl") and runtime.has_gpu()):
         return slugify(device_name())
     return slugify(f"cpu-{platform.machine()}")
 

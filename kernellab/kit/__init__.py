@@ -28,7 +28,7 @@ from kernellab.errors import FamilyError, Unavailable
 from kernellab.kit import peers
 from kernellab.kit.adapters import compile_only, compiled, compiles_ahead, cuda_op, returns_new
 from kernellab.kit.data import elementwise_bytes, generator, numel, randn
-from kernellab.kit.family import BACKENDS, IMPL_KINDS, Family, Impl, step
+from kernellab.kit.family import BACKENDS, IMPL_KINDS, Family, Impl, builds_on, step
 from kernellab.kit.rows import (
     LOOP_MIN_COLS,
     ONE_PASS_MAX_COLS,
@@ -54,7 +54,7 @@ from kernellab.kit.triton import (
 )
 
 __all__ = [
-    "BACKENDS", "IMPL_KINDS", "LOOP_MIN_COLS", "ONE_PASS_MAX_COLS", "REGISTER_ROW_COLS", "ROW_STAGES",
+    "BACKENDS", "IMPL_KINDS", "builds_on", "LOOP_MIN_COLS", "ONE_PASS_MAX_COLS", "REGISTER_ROW_COLS", "ROW_STAGES",
     "CompileSpec", "Family", "FamilyError", "Impl", "Unavailable", "autotune", "chunk_loop_configs",
     "compile_only", "compiled", "compiles_ahead", "constexpr_args", "cuda_op", "elementwise_bytes",
     "forced_config", "generator", "is_autotuned", "launch", "launch_config", "numel", "peers",

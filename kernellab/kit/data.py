@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from kernellab.engine.runtime import element_size, torch_dtype
+from kernellab.kit.dtypes import element_size, torch_dtype
 
 
 def numel(shape) -> int:

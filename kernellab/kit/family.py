@@ -16,6 +16,7 @@ What the author sets is a field; what follows from the folder (the family's name
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,22 @@ IMPL_KINDS = tuple(BACKEND_OF)
 BACKENDS = tuple(dict.fromkeys(BACKEND_OF.values()))
 STEP_TEXTS = ("idea", "prediction", "finding", "expect_speedup", "expect_pct_of_peak")
 STEP_MARK = "__kernellab_step__"
+
+# set by the loader (kernellab.engine.registry.load) while it imports family folders: family
+# name -> that family's package, loaded first
+LOADING: contextvars.ContextVar[Callable[[str], Any] | None] = contextvars.ContextVar("kernellab_loading",
+                                                                                     default=None)
+
+
+def builds_on(name: str):
+    """The package of family ``name`` (its kernels, launchers and functions), for a family that
+    builds on it: ``matmul = builds_on("matmul")`` in the folder's ``__init__.py``. The loader loads
+    ``name`` first and hands it over; a family that failed to load fails this one with its error."""
+    get = LOADING.get()
+    if get is None:
+        raise FamilyError(f"builds_on({name!r}) is for a family folder's modules, which the loader imports "
+                          f"(kernellab.engine.registry.load)")
+    return get(name)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kernellab.engine.runtime import triton_interpreted
+from kernellab.kit.dtypes import triton_type  # noqa: F401 - a kit name since before the table
+
 
 # ``@triton.autotune`` times each config with ``bench_config``: the benchmark's own timer
 # (``timing.measure``: cold samples after a read flush, CUDA events, a spin kernel holding
@@ -24,6 +26,11 @@ from kernellab.engine.runtime import triton_interpreted
 # per config still gives >= 10 calls of the slowest kernel we tune (8192^3 fp32, ~25 ms:
 # then the floor of min_samples applies) and hundreds of a microsecond kernel; the
 # run-wide disk cache (runtime.use_run_cache) means each shape is tuned once per run.
+def triton_interpreted() -> bool:
+    """Whether Triton runs kernels in its interpreter (TRITON_INTERPRET=1: no GPU)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
 AUTOTUNE_WARMUP_S = 0.005
 AUTOTUNE_BUDGET_S = 0.02
 
@@ -199,6 +206,3 @@ class CompileSpec:
     label: str = ""
     divisible: tuple[str, ...] = ("n",)  # integer args taken as multiples of 16
 
-
-def triton_type(dtype: str) -> str:
-    return {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16"}[dtype]

@@ -200,20 +200,6 @@ def _ncu_row(res: Results, kernel: str, key: str, dtype: str, shape: str) -> dic
     return min(rows, key=key)
 
 
-def current_finding(kernel: str, impl_key: str) -> str:
-    """The step's finding in this checkout's ladder.yaml. A finding is written after the
-    measurement it explains, so a set rendered again shows the checkout's, the latest reading of
-    the step, over the one its ladders.json recorded when it was measured (written about the sets
-    before it); "" when the family or step is not here."""
-    from kernellab.engine import registry
-
-    try:
-        impl = registry.family(kernel).impls.get(impl_key)
-    except Exception:  # noqa: BLE001 - a family of another checkout, or one that fails to load
-        return ""
-    return impl.finding if impl is not None else ""
-
-
 def _step_view(res: Results, ld: dict, s: dict, at: tuple, base_row: dict | None) -> StepView:
     """One step with its measurement at ``at`` (shape, dtype, mode, params), or why it has none."""
     kernel, metric = ld["kernel"], ld["metric"]
@@ -225,7 +211,7 @@ def _step_view(res: Results, ld: dict, s: dict, at: tuple, base_row: dict | None
         order=order,
         idea=s["idea"],
         prediction=s["prediction"],
-        finding=current_finding(kernel, s["impl_key"]) or s.get("finding") or "",
+        finding=s.get("finding") or "",
         expect_speedup=s["expect_speedup"],
         expect_pct=s["expect_pct_of_peak"],
         evidence=s["evidence"],

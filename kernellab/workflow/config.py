@@ -4,7 +4,8 @@
 catches types, unknown keys, empty lists and non-positive sizes. What needs the
 registry is checked here: unknown kernels, implementations and dtypes, shapes of the
 wrong rank, duplicate cases, parameter ranges. Every message names the key and value.
-All of it runs when the Snakefile is parsed, before any job.
+Parsing the Snakefile checks the schema and the kernels' folders (``for_run``) and imports no
+family; a run checks the rest when it starts, before any job (``check_loaded``).
 """
 
 from __future__ import annotations
@@ -139,26 +140,35 @@ def narrow(config: dict, configfiles=()) -> dict:
     return config
 
 
-def for_run(config: dict, configfiles=(), cwd: str | Path = ".") -> tuple[dict, dict[str, str]]:
+def for_run(config: dict, configfiles=(), cwd: str | Path = ".") -> dict:
     """The config this run works from, derived from ``config`` (validated) and leaving it as it
     is: ``only`` applied and the set named (``narrow``), the kernel folders as absolute paths
-    (every job imports the same families wherever it runs), and the families that fail to load
-    left out. Returns it and ``{family: why}`` of those left out (the workflow warns of each, and
-    the run ends with exit status 1: ``registry.load_errors``)."""
+    (every job imports the same families wherever it runs). No family is imported: each kernel
+    is checked to be a family folder of the kernel directories; what needs the families
+    themselves is checked when a run starts (``check_loaded``) and in its jobs."""
     import copy
 
     from kernellab.engine import registry
 
     run = narrow(copy.deepcopy(config), configfiles)
     run["kernel_dirs"] = [str(d) for d in registry.kernel_dirs(run["kernel_dirs"], cwd)]
-    skipped = registry.load(run["kernel_dirs"])
-    listed = [name for name in skipped if name in run["kernels"]]
-    for name in skipped:
-        run["kernels"].pop(name, None)
-    if listed and not run["kernels"]:  # else check() would say the config lists none
+    folders = registry.family_folders([Path(d) for d in run["kernel_dirs"]])
+    for name in run["kernels"]:
+        if name not in folders:
+            raise ConfigError(f"kernels.{name}: unknown kernel {name!r}; known kernels: {', '.join(sorted(folders))}")
+    return run
+
+
+def check_loaded(config: dict, reg) -> dict[str, str]:
+    """``config`` checked against the families of ``reg`` (a Registry: what loading the run's
+    kernel folders gave) that loaded; returns ``{family: why}`` of the config's families that did
+    not (their jobs fail with that error; the others run)."""
+    failed = {k: reg.errors[k] for k in config["kernels"] if k in reg.errors}
+    if failed and len(failed) == len(config["kernels"]):  # else check() would say the config lists none
         raise ConfigError("kernels: no family the config lists can run: "
-                          + "; ".join(f"{name!r} failed to load: {skipped[name]}" for name in listed))
-    return run, skipped
+                          + "; ".join(f"{name!r} failed to load: {why}" for name, why in failed.items()))
+    check({**config, "kernels": {k: v for k, v in config["kernels"].items() if k not in failed}}, reg.families)
+    return failed
 
 
 def _label(text: str) -> str:
@@ -192,12 +202,8 @@ def _check_one_shape(fam, key: str, value) -> None:
         raise ConfigError(f"{key}: shape {value!r} has the wrong number of dimensions")
 
 
-def check(config: dict, families: dict | None = None) -> None:
-    """Raise ConfigError naming the first problem found."""
-    if families is None:
-        from kernellab.engine import registry
-
-        families = registry.families()
+def check(config: dict, families: dict) -> None:
+    """Raise ConfigError naming the first problem found; ``families``: name -> Family."""
     kernels = config.get("kernels") or {}
     if not kernels:
         raise ConfigError("kernels: the config lists no kernel to run")
@@ -339,11 +345,11 @@ def read_yaml(path: str | Path) -> dict:
     return config or {}
 
 
-def load(path: str | Path) -> dict:
-    """Read, schema-validate and check a config file (what tests and tools use)."""
+def load(path: str | Path, families: dict) -> dict:
+    """Read, schema-validate and check a config file against ``families`` (what tests and tools use)."""
     config = read_yaml(path)
     validate_schema(config)
-    check(config)
+    check(config, families)
     return config
 
 
@@ -353,12 +359,17 @@ def main(argv: list[str] | None = None) -> int:
     with a message naming neither file nor line)."""
     import sys
 
+    from kernellab.engine import registry
     from kernellab.engine.registry import FamilyError
 
     status = 0
     for path in (sys.argv[1:] if argv is None else argv):
         try:
-            load(path)
+            config = read_yaml(path)
+            validate_schema(config)
+            failed = check_loaded(config, registry.load(config["kernel_dirs"], Path.cwd()))
+            if failed:
+                raise ConfigError("; ".join(f"{name!r} failed to load: {why}" for name, why in failed.items()))
             print(f"{path}: ok")
         except (ConfigError, FamilyError, OSError) as exc:
             print(f"{path}: {exc}" if str(path) not in str(exc) else str(exc), file=sys.stderr)

@@ -10,6 +10,7 @@ so the stamp holds each module the job can run and no other.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = "kernellab"
@@ -66,17 +67,25 @@ def reachable(entries, root: str | Path = ROOT) -> list[str]:
     todo: list[tuple[Path, str | None]] = [(Path(e), None) for e in entries]
     while todo:
         path, module = todo.pop()
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-        names = _imported(tree)
-        if module:  # a module of the package may import its siblings relatively
-            is_package = path.name == "__init__.py"
-            for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and node.level:
-                    names |= _relative(node, module, is_package)
-        for name in names:
+        for name in _names(path, module, path.stat().st_mtime_ns):
             for dotted in _with_parents(name):
                 file = _module_file(dotted, root)
                 if file is not None and file not in found:
                     found.add(file)
                     todo.append((file, dotted))
     return sorted(str(p) for p in found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names(path: Path, module: str | None, mtime_ns: int) -> frozenset[str]:
+    """The kernellab names the file imports, read once per version of it (the workflow asks
+    for each family and rule: the package's modules are shared by all of them)."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    names = _imported(tree)
+    if module:  # a module of the package may import its siblings relatively
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                names |= _relative(node, module, is_package)
+    return frozenset(names)
+

@@ -164,13 +164,12 @@ def target_of(config: dict) -> str:
     return target
 
 
-def families(config: dict) -> dict:
-    """The registry's families, loaded from the config's kernel folders (once per process)."""
+def registry_of(config: dict):
+    """The Registry of the config's kernel folders: ``.family(name)`` raises a family's load
+    error (its file and line) for one that did not load."""
     from kernellab.engine import registry
 
-
-    registry.load(config.get("kernel_dirs"))
-    return registry.families()
+    return registry.load(config.get("kernel_dirs"))
 
 
 def _plan(config: dict, kernel: str):
@@ -185,10 +184,10 @@ def run_plan_path(set_dir: str | Path) -> Path:
     return Path(set_dir).parent / ".run" / f"{Path(set_dir).name}.json"
 
 
-def write_run_plan(config: dict, staging: str, sets) -> None:
+def write_run_plan(config: dict, reg, staging: str, sets) -> None:
     """Each family's measure work (``kernellab.engine.progress.ImplWork`` units) for every set of the
     run: the measure jobs turn it into an estimate of the run's time left."""
-    from kernellab.engine import progress, registry
+    from kernellab.engine import progress
     from kernellab.engine.harness import impl_works
 
     device = "cuda" if target_of(config) == "gpu" else "cpu"
@@ -196,7 +195,7 @@ def write_run_plan(config: dict, staging: str, sets) -> None:
     works = {}
     for kernel in config["kernels"]:
         try:
-            w = impl_works(registry.family(kernel), _plan(config, kernel), device, seeds)
+            w = impl_works(reg.family(kernel), _plan(config, kernel), device, seeds)
         except Exception as exc:  # noqa: BLE001 - an estimate: a family it cannot plan is left out
             log.info("no estimate of %s's measure job: %s", kernel, exc)
             continue
@@ -282,7 +281,7 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
-    fam = families(config)[kernel]
+    fam = registry_of(config).family(kernel)
     cfg = TimingConfig.from_config(config.get("timing"))
     at = config.get("autotune") or {}
     # the harness's timer tunes under the interpreter only (on a GPU Triton times the configs)
@@ -325,8 +324,9 @@ def profile(config: dict, kernels: list[str], build_json: str | list[str], out_c
     device = runtime.setup()
     cuda_ext.configure(build_json)
     works, labels = [], {}
+    reg = registry_of(config)
     for kernel, trace_dir in zip(kernels, trace_dirs, strict=True):
-        fam = families(config)[kernel]
+        fam = reg.family(kernel)
         plan = _plan(config, kernel)
         Path(trace_dir).mkdir(parents=True, exist_ok=True)
         for key in plan.impl_keys(fam):
@@ -377,10 +377,10 @@ def ptx(config: dict, kernels: list[str], build_json: str | list[str], out_index
     # cross-compiling never runs a kernel: make sure Triton compiles rather than interprets
     os.environ["TRITON_INTERPRET"] = "0"
     arch = _gpu_arch()
-    fams = families(config)
+    reg = registry_of(config)
     tasks = []  # (kernel, impl keys, dtypes, out_dir), in the order of the index files
     for kernel, out_index in zip(kernels, out_indexes, strict=True):
-        fam = fams[kernel]
+        fam = reg.family(kernel)
         plan = _plan(config, kernel)
         out_dir = Path(out_index).parent
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -392,13 +392,14 @@ def ptx(config: dict, kernels: list[str], build_json: str | list[str], out_index
                   for d in plan.dtypes if fam.impls[k].supports(d)]
         tasks += [(kernel, group, list(plan.dtypes), out_dir) for group in ptxmod.cuda_groups(fam, keys)]
     # CUDA tasks (the longest where nvcc must run) go to the pool first
-    first = sorted(range(len(tasks)), key=lambda i: fams[tasks[i][0]].impls[tasks[i][1][0]].backend != "cuda")
+    first = sorted(range(len(tasks)), key=lambda i: reg.families[tasks[i][0]].impls[tasks[i][1][0]].backend != "cuda")
     workers = int((config.get("ptx") or {}).get("workers") or min(16, len(os.sched_getaffinity(0))))
     workers = max(1, min(workers, len(tasks)))
     t0 = time.perf_counter()
     build_dirs = {Path(b).parent.name: Path(b).parent for b in _paths(build_json)}
+    dirs = config.get("kernel_dirs")
     got = isolate.forked_map(ptxmod.timed_entries_for,
-                             [(*tasks[i], arch, build_dirs.get(tasks[i][0])) for i in first], workers)
+                             [(*tasks[i], arch, build_dirs.get(tasks[i][0]), dirs) for i in first], workers)
     done: dict[int, tuple[float, list[dict]]] = dict(zip(first, got, strict=True))
     entries = {kernel: [] for kernel in kernels}
     took = []
@@ -430,8 +431,9 @@ def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[
 
     nc = config.get("ncu") or {}
     bases, ladders = [], []
+    reg = registry_of(config)
     for kernel in kernels:
-        fam = families(config)[kernel]
+        fam = reg.family(kernel)
         plan = _plan(config, kernel)
         keys = set(plan.impl_keys(fam))
         mine = []

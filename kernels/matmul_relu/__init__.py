@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import torch
 
-from kernellab.families.matmul import (
-    launch_matmul,
-    make_compile_specs,
-    make_inputs,
-    matmul_bytes,
-    matmul_kernel,
-    out_like,
-)
-from kernellab.kit import Family, compiled, returns_new
+from kernellab.kit import Family, builds_on, compiled, returns_new
+
+matmul = builds_on("matmul")  # the GEMM, its inputs and byte count: the matmul family's
+launch_matmul, make_compile_specs, matmul_kernel = matmul.launch_matmul, matmul.make_compile_specs, matmul.matmul_kernel
+make_inputs, matmul_bytes, out_like = matmul.make_inputs, matmul.matmul_bytes, matmul.out_like
 
 
 def reference(a, b):

@@ -13,10 +13,10 @@ import triton
 
 from kernellab.engine import runtime
 from kernellab.engine.testing import check, run
-from kernellab.families import matmul as mm
 from kernellab.kit.triton import force_config
 
 from . import FAMILY as fam
+from . import matmul as mm  # the family it builds on (kit.builds_on)
 
 DEVICE = runtime.device()
 PLAIN = mm.FAMILY

@@ -25,32 +25,52 @@ from kernellab.errors import ConfigError  # noqa: E402
 from kernellab.engine.hardware import set_names  # noqa: E402
 from kernellab.engine.survey import hardware_slug  # noqa: E402
 
+# Parsing reads folder names, ladder.yaml files and source digests; it imports no family (nor
+# torch or Triton): the families load when the run starts (check_families) and in its jobs
 try:
     kl_config.validate_schema(config)  # defaults filled in; a bad key named in one line
     # what the rules read from here on, never `config`: `only` applied (a run of fewer families
-    # than the default config's gets a set of its own), the kernel folders as absolute paths,
-    # the families that fail to load left out (each one warned of here; the run then exits 1).
+    # than the default config's gets a set of its own), the kernel folders as absolute paths.
     # A cluster job parses the workflow again from the same config files and --config, and so
     # derives the same RUN_CONFIG
-    RUN_CONFIG, _skipped = kl_config.for_run(
-        config, workflow.overwrite_configfiles, os.getcwd()
-    )
-    for _name, _why in _skipped.items():
-        logger.warning(f"kernel family {_name!r} skipped: {_why}")
-    kl_config.check(RUN_CONFIG)
+    RUN_CONFIG = kl_config.for_run(config, workflow.overwrite_configfiles, os.getcwd())
     kl_config.check_compare(RUN_CONFIG)
     if getattr(workflow.executor_plugin, "name", "") == "slurm":
         from kernellab.workflow.cluster import check_slurm
 
         check_slurm(RUN_CONFIG["hardware"])
     elif (
-        workflow.local_exec and not workflow.remote_exec and not RUN_CONFIG["hardware"]
+        workflow.local_exec
+        and not workflow.remote_exec
+        and not RUN_CONFIG["hardware"]
+        and RUN_CONFIG["target"] == "gpu"
     ):
         from kernellab.engine.runtime import has_gpu
 
         kl_config.check_target(RUN_CONFIG["target"], has_gpu())
+    FOLDERS = registry.family_folders([Path(d) for d in RUN_CONFIG["kernel_dirs"]])
+    # the families with an optimization ladder: those whose folder has ladder.yaml steps
+    LADDER_KERNELS = [
+        k for k in sorted(RUN_CONFIG["kernels"]) if registry.ladder_texts(FOLDERS[k])
+    ]
 except (ConfigError, registry.FamilyError) as exc:
     raise WorkflowError(f"Invalid configuration: {exc}") from None
+
+
+def check_families():
+    """When a run starts (onstart), before any job: load the run's families and check the config
+    against them. A family that does not load is warned of here (its jobs then fail with its
+    error, the others run, and the run ends with exit status 1); a bad config stops the run.
+    """
+    reg = registry.load(RUN_CONFIG["kernel_dirs"])
+    try:
+        failed = kl_config.check_loaded(RUN_CONFIG, reg)
+    except ConfigError as exc:
+        raise WorkflowError(f"Invalid configuration: {exc}") from None
+    for name, why in failed.items():
+        logger.warning(f"kernel family {name!r} skipped: {why}")
+    return reg
+
 
 # The result sets of this run: one per GPU model listed in `hardware` (on a cluster, each
 # measured on a node of that model), else this machine's. A set is the {set} wildcard of every
@@ -59,7 +79,6 @@ SETS = set_names(RUN_CONFIG["hardware"], RUN_CONFIG["label"]) or {
     hardware_slug() + (f"-{RUN_CONFIG['label']}" if RUN_CONFIG["label"] else ""): None
 }
 KERNELS = sorted(RUN_CONFIG["kernels"])
-LADDER_KERNELS = [k for k in KERNELS if registry.family(k).ladders()]
 # the families Nsight Compute profiles: their ladders' steps and their ncu_cases
 NCU_KERNELS = [
     k
@@ -94,7 +113,9 @@ def compared_summaries(wildcards):
     return [f"{p}/summary.csv" for p in sets["references"] + sets["others"]]
 
 
-FAMILY_DIRS = {k: registry.family(k).folder for k in KERNELS}
+FAMILY_DIRS = {k: FOLDERS[k] for k in KERNELS}
+# the families each builds on (kit.builds_on), read from its files
+BUILDS_ON = {k: registry.builds_on(FOLDERS[k]) for k in KERNELS}
 
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".cpp")
@@ -129,7 +150,13 @@ def job_code(script, kernels):
     editing the report reruns no measurement, editing the timer every one."""
     from kernellab.workflow.imports import reachable
 
-    files = [f for k in kernels for f in folder_files(FAMILY_DIRS[k])]
+    # a family's files, and those of the families it builds on (kit.builds_on)
+    files = [
+        f
+        for k in kernels
+        for name in [k, *BUILDS_ON[k]]
+        for f in folder_files(FOLDERS[name])
+    ]
     roots = [SCRIPTS / script] + [f for f in files if f.endswith(".py")]
     return files + reachable(roots)
 
