@@ -15,7 +15,8 @@ sys.path.insert(0, str(ROOT))
 
 from kernellab.engine import registry, runtime  # noqa: E402
 
-REGISTRY = registry.load()  # the families of the default kernel folders
+# the session's families: the default kernel folders, and those --kernel-dirs adds (pytest_configure)
+REGISTRY = registry.load()
 
 runtime.setup()
 # Tests fork workers (kernellab.engine.isolate) from this process after others have run PyTorch ops
@@ -34,8 +35,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (runs on the H200, skipped elsewhere)")
     dirs = config.getoption("--kernel-dirs", default=None)
-    if dirs:  # before any test module asks the registry for its families
-        for name, why in registry.load(["kernels", *(str(Path(d).resolve()) for d in dirs)]).items():
+    if dirs:  # before any test module is collected: test_families reads this module's REGISTRY
+        global REGISTRY
+        REGISTRY = registry.load(["kernels", *(str(Path(d).resolve()) for d in dirs)], ROOT)
+        for name, why in REGISTRY.errors.items():
             print(f"kernel family {name!r} skipped: {why}", file=sys.stderr)
 
 

@@ -208,7 +208,7 @@ def test_a_malformed_config_file_is_named_with_the_yaml_errors_line_and_column(t
     bad = tmp_path / "my-config.yaml"
     bad.write_text(text)
     with pytest.raises(ConfigError) as err:
-        kl_config.load(bad)
+        kl_config.load(bad, REGISTRY.families)
     assert str(err.value) == f"{bad}{',' if 'line' in named else ':'} {named}"
     proc = subprocess.run([sys.executable, "-m", "kernellab.workflow.config", str(bad), "config/test.yaml"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -227,8 +227,10 @@ from kernellab.errors import ConfigError
 from kernellab.workflow import config as kl_config
 cfg = kl_config.validate_schema({{"kernel_dirs": [{str(tmp_path)!r}],
                                  "kernels": {{"mine": {{"dtypes": ["fp32"], "shapes": [1024]}}}}}})
+from kernellab.engine import registry
+run = kl_config.for_run(cfg, (), {str(tmp_path)!r})
 try:
-    kl_config.for_run(cfg, (), {str(tmp_path)!r})
+    kl_config.check_loaded(run, registry.load(run["kernel_dirs"]))
     print(json.dumps(""))
 except ConfigError as exc:
     print(json.dumps(str(exc)))

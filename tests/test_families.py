@@ -19,12 +19,13 @@ import itertools
 import pytest
 from triton.runtime.errors import OutOfResources
 
-from kernellab.engine import registry, runtime
+import conftest
+from kernellab.engine import runtime
 from kernellab.engine.testing import check, run, verdict
 from kernellab.errors import Unavailable
 from kernellab.kit.triton import force_config, is_autotuned, recording
 
-REGISTRY = registry.load()  # the families of the default kernel folders
+REGISTRY = conftest.REGISTRY  # the default kernel folders, and any that --kernel-dirs names
 
 FAMILIES = REGISTRY.families
 DEVICE = runtime.device()

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kernellab.engine import cuda_ext
-from kernellab.errors import ConfigError, Unavailable
+from kernellab.errors import BuildError, ConfigError, Unavailable
 from kernellab.workflow import aggregate, assemble
 from kernellab.workflow import config as kl_config
 
@@ -155,7 +155,7 @@ def test_each_family_loads_its_own_build(tmp_path):
         cuda_ext.configure(builds)
         with pytest.raises(Unavailable, match="no nvcc here"):
             cuda_ext.ops("gelu")
-        with pytest.raises(RuntimeError, match="bad.cu does not compile"):
+        with pytest.raises(BuildError, match="bad.cu does not compile"):
             cuda_ext.ops("bad")
         with pytest.raises(Unavailable, match="'softmax' has no CUDA build"):
             cuda_ext.ops("softmax")

@@ -315,13 +315,13 @@ def run(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str]
     environment.json (the families this run does not measure pruned from the set first)."""
     from kernellab.engine.cases import plans
     from kernellab.workflow.assemble import prune_stage
-    from kernellab.workflow.pipeline import ROOT, families, target_of
+    from kernellab.workflow.pipeline import ROOT, registry_of, target_of
 
     prune_stage(Path(out_summary).parent, config["kernels"])
     survey = read_json(survey_json)
     env = environment(survey, config, ROOT, run_id=_run_id(survey, config), command=command)
     env["cuda_build"] = build_summary(build_json)
-    fams = families(config)
+    fams = registry_of(config).families
     bounds = {k: f.bound for k, f in fams.items()}
     bench = _read_csvs(bench_csvs)
     check_df = _read_csvs(check_csvs)
