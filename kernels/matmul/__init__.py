@@ -28,17 +28,17 @@ from kernellab.engine.runtime import element_size
 from kernellab.kit import Family, compiled, cuda_op, randn, returns_new
 
 from .configs import (  # noqa: F401
+    FLAVOURS,
     GROUP_M,
     META_DEFAULTS,
     SKINNY_M,
-    VARIANTS,
     _tile_of,
     config_kind,
     config_of,
+    flavour_of,
     prune_configs,
     triton_configs,
     uses_tma,
-    variant_of,
 )
 
 # The Triton side, re-exported: matmul_relu imports launch_matmul, make_compile_specs and
@@ -178,19 +178,19 @@ def sgemm_autotune(ops, out, a, b, reps: int = 10) -> int:
     times = []
     with torch.cuda.device(a.device):
         for i in range(len(SGEMM_AUTOTUNED_CONFIGS)):
-            variant = f"autotuned:{i}"
+            step = f"autotuned:{i}"
             try:
-                ops.sgemm(a, b, out, variant)  # warm-up (and the shared-memory opt-in)
+                ops.sgemm(a, b, out, step)  # warm-up (and the shared-memory opt-in)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                ops.sgemm(a, b, out, variant)
+                ops.sgemm(a, b, out, step)
                 end.record()
                 end.synchronize()
                 ms = start.elapsed_time(end)
                 if ms < 1.0:
                     start.record()
                     for _ in range(reps):
-                        ops.sgemm(a, b, out, variant)
+                        ops.sgemm(a, b, out, step)
                     end.record()
                     end.synchronize()
                     ms = start.elapsed_time(end) / reps

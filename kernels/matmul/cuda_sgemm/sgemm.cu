@@ -30,7 +30,7 @@ KL_DEFINE_STEP_TABLE(sgemm, SgemmStep)
 
 int sgemm_launch(SgemmStep step, const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
                  int config, cudaStream_t stream) {
-  if (config >= count_of(kSgemmAutotunedConfigs)) return kErrUnknownVariant;
+  if (config >= count_of(kSgemmAutotunedConfigs)) return kErrUnknownConfig;
   if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return kErrBadSize;
   if (m == 0 || n == 0) return kOk;
   if (k == 0) {  // an empty sum: C = 0

@@ -6,7 +6,7 @@
 
 namespace kl {
 
-// Tile shapes of the "autotuned" variant (index = config id; the binding takes "autotuned:<id>"):
+// Tile shapes of the "autotuned" step (index = config id; the binding takes "autotuned:<id>"):
 // BMxBNxBK, warp tile, threads per block, cp.async stages.
 inline constexpr const char* kSgemmAutotunedConfigs[] = {
     "128x128x8_w64x64_t128_s4",  "128x128x16_w64x64_t128_s3", "128x256x8_w64x64_t256_s3",
@@ -15,7 +15,7 @@ inline constexpr const char* kSgemmAutotunedConfigs[] = {
 
 // A step: C (M, N) = A (M, K) @ B (K, N), fp32, row-major, M, N, K > 0; `config` (the autotuned
 // step's tile shape, an index into kSgemmAutotunedConfigs, -1 for the launcher's pick) is -1 for
-// the other steps. Returns kOk, kErrBadSize (a grid too tall for the sizes), kErrUnknownVariant (a
+// the other steps. Returns kOk, kErrBadSize (a grid too tall for the sizes), kErrUnknownConfig (a
 // config out of range) or the launch's cudaError_t.
 using SgemmStep = int (*)(const float* A, const float* B, float* C, int M, int N, int K, int config,
                           cudaStream_t stream);
