@@ -21,6 +21,8 @@ before the one store. The CUDA SGEMM ladder is in ``cuda_sgemm/``, one .cu file 
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import torch
 
@@ -153,13 +155,20 @@ FAMILY.add("compiled_max_autotune", compiled(matmul_naive_max_autotune, mode="ma
 # per step in cuda_sgemm/, run by the `sgemm` op (sgemm_step below). Its ideas and predictions
 # (at 4096^3, as a share of cuBLAS fp32, ~51 TFLOP/s) are in ladder.yaml.
 
-# kl::kSgemmAutotunedConfigs (cuda_sgemm/sgemm.h), in order: "autotuned:<index>" runs
-# one of them; plain "autotuned" lets the launcher pick by the number of tiles.
-SGEMM_AUTOTUNED_CONFIGS = (
-    "128x128x8_w64x64_t128_s4", "128x128x16_w64x64_t128_s3", "128x256x8_w64x64_t256_s3",
-    "256x128x8_w64x64_t256_s3", "128x128x16_w64x32_t256_s3", "128x64x16_w64x32_t128_s3",
-    "64x128x16_w32x64_t128_s3", "64x64x16_w32x32_t128_s3",
-)
+SGEMM_HEADER = Path(__file__).resolve().parent / "cuda_sgemm" / "sgemm.h"
+
+
+def sgemm_autotuned_configs(header: Path = SGEMM_HEADER) -> tuple[str, ...]:
+    """The autotuned step's tile shapes, kl::kSgemmAutotunedConfigs of cuda_sgemm/sgemm.h in its
+    order, read from the header (their one list): "autotuned:<index>" runs one of them; plain
+    "autotuned" lets the launcher pick by the number of tiles."""
+    found = re.search(r"kSgemmAutotunedConfigs\[\]\s*=\s*\{([^}]*)\}", header.read_text())
+    if found is None:
+        raise ValueError(f"{header}: no 'kSgemmAutotunedConfigs[] = {{\"<name>\", ...}}' list")
+    return tuple(re.findall(r'"([^"]+)"', found.group(1)))
+
+
+SGEMM_AUTOTUNED_CONFIGS = sgemm_autotuned_configs()
 _sgemm_best: dict[tuple, int] = {}  # (M, N, K, vec, device) -> config index
 
 

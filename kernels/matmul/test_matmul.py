@@ -276,8 +276,8 @@ def test_sgemm_steps_take_fp32_and_list_their_own_kernel():
 
 
 def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
-    """The tile names Python times are the launcher's, in its order: a host program built from
-    sgemm.h prints kSgemmAutotunedConfigs."""
+    """The tile names Python reads from sgemm.h (their one list) are the launcher's, in its order:
+    a host program built from sgemm.h prints kSgemmAutotunedConfigs."""
     from kernellab.engine import cuda_build
 
     nvcc = cuda_build.find_nvcc() or pytest.skip("nvcc not found")
@@ -292,6 +292,13 @@ def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
     names = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
     assert tuple(names) == mm.SGEMM_AUTOTUNED_CONFIGS
     assert MATMUL.impls["cuda@autotuned"].fn is mm.sgemm_autotuned
+
+
+def test_sgemm_autotuned_configs_without_their_list_name_the_header(tmp_path):
+    header = tmp_path / "sgemm.h"
+    header.write_text("inline constexpr const char* kOtherNames[] = {\"a\"};\n")
+    with pytest.raises(ValueError, match=f"{header}: no 'kSgemmAutotunedConfigs"):
+        mm.sgemm_autotuned_configs(header)
 
 
 # --------------------------------------------------------------------- sm_90 code
@@ -371,7 +378,7 @@ def test_gpu_sgemm_ladder(step):
 
 # ---- the CUDA op itself (torch.ops.kernellab.sgemm) -------------------------------------------------
 # "autotuned:<i>": the tile shapes of the autotuned step (kSgemmAutotunedConfigs)
-SGEMM_CONFIGS = [f"autotuned:{i}" for i in range(8)]
+SGEMM_CONFIGS = [f"autotuned:{i}" for i in range(len(mm.SGEMM_AUTOTUNED_CONFIGS))]
 SGEMM_SHAPES = [(127, 129, 65), (128, 128, 128), (1, 1, 1), (33, 7, 5), (256, 260, 64), (64, 96, 4),
                 (130, 132, 20), (300, 200, 129)]
 

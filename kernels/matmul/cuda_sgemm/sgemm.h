@@ -7,7 +7,8 @@
 namespace kl {
 
 // Tile shapes of the "autotuned" step (index = config id; the binding takes "autotuned:<id>"):
-// BMxBNxBK, warp tile, threads per block, cp.async stages.
+// BMxBNxBK, warp tile, threads per block, cp.async stages. The one list of them: the matmul
+// family's Python reads it from this file (sgemm_autotuned_configs).
 inline constexpr const char* kSgemmAutotunedConfigs[] = {
     "128x128x8_w64x64_t128_s4",  "128x128x16_w64x64_t128_s3", "128x256x8_w64x64_t256_s3",
     "256x128x8_w64x64_t256_s3",  "128x128x16_w64x32_t256_s3", "128x64x16_w64x32_t128_s3",
