@@ -78,9 +78,6 @@ __global__ void __launch_bounds__(kDropoutThreads)
 }
 
 namespace kl {
-
-KL_DEFINE_STEP_TABLE(dropout, DropoutStep)
-
 namespace {
 
 int philox(const void* xv, void* outv, int64_t n, uint64_t seed, float p, DType dtype, cudaStream_t stream) {

@@ -31,9 +31,6 @@ __global__ void __launch_bounds__(kVectorAddThreads)
 }
 
 namespace kl {
-
-KL_DEFINE_STEP_TABLE(vector_add, VectorAddStep)
-
 namespace {
 
 int vec4(const void* a, const void* b, void* out, int64_t n, DType dtype, cudaStream_t stream) {

@@ -1,6 +1,16 @@
-// The SGEMM ladder's steps (one file each in this folder): their launcher type and table (steps.h),
-// the autotuned step's tile shapes, and the launch every step goes through.
+// SGEMM, C (M, N) = A (M, K) @ B (K, N), fp32, row-major, any M, N, K: the steps of siboehm's
+// worklog ("How to optimize a CUDA matmul kernel for cuBLAS-like performance"), one file per step
+// in this folder as in his SGEMM_CUDA, each with its kernel and the launcher it registers under its
+// name in the step table below; their order is ladder.yaml's. sgemm_common.cuh holds what several
+// steps share (the float4 helpers). This header holds the steps' launcher type and table, the
+// autotuned step's tile shapes, and kl::sgemm_launch: the argument checks and the empty cases.
+//
+// Every kernel checks bounds, so M, N, K need not be multiples of any tile. The float4 paths
+// (VEC=true) need K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B, C; otherwise the launcher
+// picks the VEC=false instantiation of the same kernel, which loads and stores scalars.
 #pragma once
+
+#include <climits>
 
 #include "steps.h"
 
@@ -23,7 +33,15 @@ using SgemmStep = int (*)(const float* A, const float* B, float* C, int M, int N
 KL_STEP_TABLE(sgemm, SgemmStep);
 
 // c = a @ b through `step`: the argument checks and the empty cases every step shares.
-int sgemm_launch(SgemmStep step, const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
-                 int config, cudaStream_t stream);
+inline int sgemm_launch(SgemmStep step, const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
+                        int config, cudaStream_t stream) {
+  if (config >= count_of(kSgemmAutotunedConfigs)) return kErrUnknownConfig;
+  if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return kErrBadSize;
+  if (m == 0 || n == 0) return kOk;
+  if (k == 0) {  // an empty sum: C = 0
+    return static_cast<int>(cudaMemsetAsync(c, 0, sizeof(float) * static_cast<size_t>(m) * n, stream));
+  }
+  return step(a, b, c, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), config, stream);
+}
 
 }  // namespace kl
