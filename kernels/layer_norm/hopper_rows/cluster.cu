@@ -44,15 +44,8 @@ namespace {
 template <typename T>
 int launch_layer_norm_cluster(const T* x, const T* w, const T* b, T* out, int64_t rows, int64_t cols, float eps,
                               const ClusterShape& s, cudaStream_t stream) {
-  const int c = static_cast<int>(cols);
-  switch (s.vecs) {
-    case 4:
-      return launch_cluster_rows(layer_norm_cluster<T, 4>, rows, s, stream, x, w, b, out, c, s.slice_units, eps);
-    case 2:
-      return launch_cluster_rows(layer_norm_cluster<T, 2>, rows, s, stream, x, w, b, out, c, s.slice_units, eps);
-    default:
-      return launch_cluster_rows(layer_norm_cluster<T, 1>, rows, s, stream, x, w, b, out, c, s.slice_units, eps);
-  }
+  return launch_cluster_rows_v([](auto v) { return layer_norm_cluster<T, decltype(v)::value>; }, rows, s, stream,
+                               x, w, b, out, static_cast<int>(cols), s.slice_units, eps);
 }
 
 template <typename T>

@@ -39,15 +39,8 @@ namespace {
 template <typename T>
 int launch_rms_norm_cluster(const T* x, const T* w, T* out, int64_t rows, int64_t cols, float eps,
                             const ClusterShape& s, cudaStream_t stream) {
-  const int c = static_cast<int>(cols);
-  switch (s.vecs) {
-    case 4:
-      return launch_cluster_rows(rms_norm_cluster<T, 4>, rows, s, stream, x, w, out, c, s.slice_units, eps);
-    case 2:
-      return launch_cluster_rows(rms_norm_cluster<T, 2>, rows, s, stream, x, w, out, c, s.slice_units, eps);
-    default:
-      return launch_cluster_rows(rms_norm_cluster<T, 1>, rows, s, stream, x, w, out, c, s.slice_units, eps);
-  }
+  return launch_cluster_rows_v([](auto v) { return rms_norm_cluster<T, decltype(v)::value>; }, rows, s, stream,
+                               x, w, out, static_cast<int>(cols), s.slice_units, eps);
 }
 
 template <typename T>

@@ -29,15 +29,8 @@ namespace {
 template <typename T>
 int launch_row_sum_cluster(const T* x, float* out, int64_t rows, int64_t cols, const ClusterShape& s,
                            cudaStream_t stream) {
-  const int c = static_cast<int>(cols);
-  switch (s.vecs) {
-    case 4:
-      return launch_cluster_rows(row_sum_cluster<T, 4>, rows, s, stream, x, out, c, s.slice_units);
-    case 2:
-      return launch_cluster_rows(row_sum_cluster<T, 2>, rows, s, stream, x, out, c, s.slice_units);
-    default:
-      return launch_cluster_rows(row_sum_cluster<T, 1>, rows, s, stream, x, out, c, s.slice_units);
-  }
+  return launch_cluster_rows_v([](auto v) { return row_sum_cluster<T, decltype(v)::value>; }, rows, s, stream,
+                               x, out, static_cast<int>(cols), s.slice_units);
 }
 
 template <typename T>
