@@ -51,10 +51,8 @@ int launch_layer_norm_cluster(const T* x, const T* w, const T* b, T* out, int64_
 template <typename T>
 int run_cluster(const T* x, const T* w, const T* b, T* out, int64_t rows, int64_t cols, float eps,
                 cudaStream_t stream) {
-  const bool vec = cols % Pack<T>::N == 0 && aligned16(x) && aligned16(w) && aligned16(b) && aligned16(out);
   ClusterShape shape;
-  const int64_t units = cols / Pack<T>::N;
-  if (vec && cluster_rows_supported() && cluster_shape(units, cluster_vecs(units), shape)) {
+  if (cluster_rows_shape<T>(cols, aligned16(x) && aligned16(w) && aligned16(b) && aligned16(out), shape)) {
     return launch_layer_norm_cluster(x, w, b, out, rows, cols, eps, shape, stream);
   }
   return launch_layer_norm_block(x, w, b, out, rows, cols, eps, stream);

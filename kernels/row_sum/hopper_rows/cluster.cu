@@ -35,10 +35,8 @@ int launch_row_sum_cluster(const T* x, float* out, int64_t rows, int64_t cols, c
 
 template <typename T>
 int run(const T* x, float* out, int64_t rows, int64_t cols, cudaStream_t stream) {
-  const bool vec = cols % Pack<T>::N == 0 && aligned16(x);
   ClusterShape shape;
-  const int64_t units = cols / Pack<T>::N;
-  if (vec && cluster_rows_supported() && cluster_shape(units, cluster_vecs(units), shape)) {
+  if (cluster_rows_shape<T>(cols, aligned16(x), shape)) {
     return launch_row_sum_cluster(x, out, rows, cols, shape, stream);
   }
   return launch_row_sum_warp(x, out, rows, cols, stream);

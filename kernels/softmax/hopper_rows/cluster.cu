@@ -57,10 +57,8 @@ int launch_softmax_cluster(const T* x, T* out, int64_t rows, int64_t cols, const
 
 template <typename T>
 int run(const T* x, T* out, int64_t rows, int64_t cols, cudaStream_t stream) {
-  const bool vec = cols % Pack<T>::N == 0 && aligned16(x) && aligned16(out);
   ClusterShape shape;
-  const int64_t units = cols / Pack<T>::N;
-  if (vec && cluster_rows_supported() && cluster_shape(units, cluster_vecs(units), shape)) {
+  if (cluster_rows_shape<T>(cols, aligned16(x) && aligned16(out), shape)) {
     return launch_softmax_cluster(x, out, rows, cols, shape, stream);
   }
   return launch_softmax_block(x, out, rows, cols, stream);
