@@ -91,12 +91,12 @@ def _lower_only(gm, example_inputs):
     return empty
 
 
-def cuda_op(family: str, name: str, variant: str) -> Callable:
-    """Call ``torch.ops.kernellab.<name>(*inputs, out, *params, variant)``, an op that ``family``'s
+def cuda_op(family: str, name: str, step: str) -> Callable:
+    """Call ``torch.ops.kernellab.<name>(*inputs, out, *params, step)``, an op that ``family``'s
     binding.cpp defines (the family's own library, built from its folder)."""
 
     def run(out, *inputs, **params):
-        getattr(cuda_ext.ops(family, step=variant), name)(*inputs, out, *params.values(), variant)
+        getattr(cuda_ext.ops(family, step=step), name)(*inputs, out, *params.values(), step)
         return out
 
     return run

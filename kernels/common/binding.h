@@ -1,9 +1,9 @@
-// What every family's binding shares: the tensor checks (one helper for all ops), variant
+// What every family's binding shares: the tensor checks (one helper for all ops), the step
 // lookup, launcher status -> error, and the current stream. A family's binding.cpp defines its
 // ops with TORCH_LIBRARY_FRAGMENT(kernellab, m), so each family registers itself and setup.py
 // only collects the files.
 //
-// Load the library with torch.ops.load_library(path); call torch.ops.kernellab.<op>(..., variant).
+// Load the library with torch.ops.load_library(path); call torch.ops.kernellab.<op>(..., step).
 #pragma once
 
 #include <cstdint>
@@ -85,41 +85,27 @@ inline kl::DType dtype_tag(const at::Tensor& t) {
   return t.scalar_type() == at::kBFloat16 ? kl::DType::kBFloat16 : kl::DType::kFloat32;
 }
 
-// Index of `variant` in the family's name list, or an error that lists the known names.
-template <std::size_t N>
-inline int variant_index(const char* op, c10::string_view variant, const char* const (&names)[N]) {
-  std::string known;
-  for (std::size_t i = 0; i < N; ++i) {
-    if (variant == c10::string_view(names[i])) return static_cast<int>(i);
-    if (i) known += ", ";
-    known += names[i];
-  }
-  TORCH_CHECK(false, "kernellab.", op, ": unknown variant '", std::string(variant.data(), variant.size()),
-              "'; known variants: ", known);
-  return -1;
-}
-
-// The launcher of step `variant` in a family's step table (steps.h), or an error naming the known steps.
+// The launcher of `step` in a family's step table (steps.h), or an error naming the known steps.
 template <typename Launch>
-Launch find_step(const char* op, const kl::StepTable<Launch>& steps, c10::string_view variant) {
-  const auto found = steps.find(std::string(variant.data(), variant.size()));
+Launch find_step(const char* op, const kl::StepTable<Launch>& steps, c10::string_view step) {
+  const auto found = steps.find(std::string(step.data(), step.size()));
   if (found != steps.end()) return found->second;
   std::string known;
   for (const auto& entry : steps) known += (known.empty() ? "" : ", ") + entry.first;
-  TORCH_CHECK(false, "kernellab.", op, ": unknown variant '", std::string(variant.data(), variant.size()),
-              "'; known variants: ", known);
+  TORCH_CHECK(false, "kernellab.", op, ": unknown step '", std::string(step.data(), step.size()),
+              "'; known steps: ", known);
   return nullptr;
 }
 
-// Turn a launcher's status into an error naming the op and variant.
-inline void check_status(const char* op, c10::string_view variant, int status) {
+// Turn a launcher's status into an error naming the op and step.
+inline void check_status(const char* op, c10::string_view step, int status) {
   if (status == kl::kOk) return;
-  const std::string v(variant.data(), variant.size());
-  TORCH_CHECK(status != kl::kErrUnknownVariant, "kernellab.", op, ": the launcher has no variant '", v, "'");
+  const std::string v(step.data(), step.size());
+  TORCH_CHECK(status != kl::kErrUnknownConfig, "kernellab.", op, " (", v, "): the step has no such config");
   TORCH_CHECK(status != kl::kErrUnsupportedDtype, "kernellab.", op, " (", v, "): unsupported dtype");
   TORCH_CHECK(status != kl::kErrBadSize, "kernellab.", op, " (", v,
               "): a size is out of the range the kernel can index");
-  TORCH_CHECK(status != kl::kErrNoScratch, "kernellab.", op, " (", v, "): the variant needs scratch memory");
+  TORCH_CHECK(status != kl::kErrNoScratch, "kernellab.", op, " (", v, "): the step needs scratch memory");
   TORCH_CHECK(false, "kernellab.", op, " (", v, "): CUDA error ", std::to_string(status), ": ",
               cudaGetErrorString(static_cast<cudaError_t>(status)));
 }

@@ -239,6 +239,41 @@ inline size_t row_smem_bytes(int64_t cols, bool cached) {
   return sizeof(float) * static_cast<size_t>(kRowScratchFloats + (cached ? cols : 0));
 }
 
+// The start of a one-block-per-row kernel (layer_norm_block, rms_norm_block): its row of x and of
+// out, its units, and the first pass over the row, which caches each unit in shared memory
+// (after the scratch, row_smem_bytes) when CACHED and returns this thread's sum of f(value).
+template <typename T, bool VEC>
+struct BlockRow {
+  using IO = RowIO<T, VEC>;
+  static constexpr int N = IO::N;
+  float* scratch;
+  float* cache;
+  const T* xr;
+  T* yr;
+  int units;
+
+  __device__ __forceinline__ BlockRow(float* smem, const T* __restrict__ x, T* __restrict__ out, int cols)
+      : scratch(smem), cache(smem + kRowScratchFloats) {
+    const int64_t row = blockIdx.x;
+    xr = x + row * cols;
+    yr = out + row * cols;
+    units = cols / N;
+  }
+
+  template <bool CACHED, typename F>
+  __device__ __forceinline__ float first_pass(F f) const {
+    float s = 0.0f;
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+      float v[N];
+      IO::load(xr, u, v);
+      if constexpr (CACHED) IO::cache_store(cache, u, v);
+#pragma unroll
+      for (int j = 0; j < N; ++j) s += f(v[j]);
+    }
+    return s;
+  }
+};
+
 // Whether a row of `cols` fp32 values fits in one block's shared memory on this device.
 inline bool row_fits_smem(int64_t cols) {
   return row_smem_bytes(cols, true) <= static_cast<size_t>(max_smem_optin());

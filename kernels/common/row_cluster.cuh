@@ -15,6 +15,8 @@
 
 #include <cooperative_groups.h>
 
+#include <type_traits>
+
 #include "common.cuh"
 
 namespace kl {
@@ -70,6 +72,32 @@ int launch_cluster_rows(Kernel kernel, int64_t rows, const ClusterShape& s, cuda
   cfg.numAttrs = 1;
   const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, args...);
   return err == cudaSuccess ? launch_status() : static_cast<int>(err);
+}
+
+// The cluster shape of a row of `cols` elements of T where the cluster kernels take it (`aligned`:
+// every pointer 16-byte aligned; the row a whole number of vectors; sm_90; at most 8 CTAs), else
+// false: the family's fallback kernel takes the row.
+template <typename T>
+inline bool cluster_rows_shape(int64_t cols, bool aligned, ClusterShape& s) {
+  const int64_t units = cols / Pack<T>::N;
+  return aligned && cols % Pack<T>::N == 0 && cluster_rows_supported() &&
+         cluster_shape(units, cluster_vecs(units), s);
+}
+
+// Launch the cluster kernel of V = s.vecs (4, 2 or 1) vectors per thread, one cluster per row:
+// `kernel_of(std::integral_constant<int, V>{})` names the family's instantiation, e.g.
+//   launch_cluster_rows_v([](auto v) { return row_sum_cluster<T, decltype(v)::value>; }, rows, s, stream, ...)
+template <typename KernelOf, typename... Args>
+int launch_cluster_rows_v(KernelOf kernel_of, int64_t rows, const ClusterShape& s, cudaStream_t stream,
+                          Args... args) {
+  switch (s.vecs) {
+    case 4:
+      return launch_cluster_rows(kernel_of(std::integral_constant<int, 4>{}), rows, s, stream, args...);
+    case 2:
+      return launch_cluster_rows(kernel_of(std::integral_constant<int, 2>{}), rows, s, stream, args...);
+    default:
+      return launch_cluster_rows(kernel_of(std::integral_constant<int, 1>{}), rows, s, stream, args...);
+  }
 }
 
 // This CTA's slice of its row, V vectors per thread, held as fp32.

@@ -1,6 +1,7 @@
 // Dropout: out = keep ? x / (1 - p) : 0, keep = uniform >= p.
 //
-// dropout_philox: counter-based randomness. Element i uses word i % 4 of
+// The family's one CUDA step, "philox" (kernel dropout_philox, registered in the step table of
+// dropout.h): counter-based randomness. Element i uses word i % 4 of
 // Philox4x32-10(counter = (i / 4 as 64 bits, 0, 0), key = seed as two 32-bit halves), and
 // uniform = (word >> 8) * 2^-24. The result for an element depends only on the seed and
 // its index (not on the grid, the tensor's size or the run), no mask is stored, and one
@@ -79,31 +80,21 @@ __global__ void __launch_bounds__(kDropoutThreads)
 namespace kl {
 namespace {
 
-template <typename T>
-int run_dropout(const void* x, void* out, int64_t n, uint64_t seed, float p, cudaStream_t stream) {
-  const bool vec = aligned16(x) && aligned16(out);
-  const float scale = p < 1.0f ? static_cast<float>(1.0 / (1.0 - static_cast<double>(p))) : 0.0f;
-  const unsigned grid = grid_for(cdiv(n, 4), kDropoutThreads, static_cast<int64_t>(num_sms()) * 16);
-  dropout_philox<T><<<grid, kDropoutThreads, 0, stream>>>(
-      static_cast<const T*>(x), static_cast<T*>(out), n, static_cast<uint32_t>(seed),
-      static_cast<uint32_t>(seed >> 32), p, scale, vec);
-  return launch_status();
+int philox(const void* xv, void* outv, int64_t n, uint64_t seed, float p, DType dtype, cudaStream_t stream) {
+  return by_dtype(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    const bool vec = aligned16(xv) && aligned16(outv);
+    const float scale = p < 1.0f ? static_cast<float>(1.0 / (1.0 - static_cast<double>(p))) : 0.0f;
+    const unsigned grid = grid_for(cdiv(n, 4), kDropoutThreads, static_cast<int64_t>(num_sms()) * 16);
+    dropout_philox<T><<<grid, kDropoutThreads, 0, stream>>>(
+        static_cast<const T*>(xv), static_cast<T*>(outv), n, static_cast<uint32_t>(seed),
+        static_cast<uint32_t>(seed >> 32), p, scale, vec);
+    return launch_status();
+  });
 }
 
 }  // namespace
 
-int dropout_launch(const void* x, void* out, int64_t n, uint64_t seed, float p, DType dtype, int variant,
-                   cudaStream_t stream) {
-  if (variant != kDropoutPhilox) return kErrUnknownVariant;
-  if (n < 0) return kErrBadSize;
-  if (n == 0) return kOk;
-  switch (dtype) {
-    case DType::kFloat32:
-      return run_dropout<float>(x, out, n, seed, p, stream);
-    case DType::kBFloat16:
-      return run_dropout<bf16>(x, out, n, seed, p, stream);
-  }
-  return kErrUnsupportedDtype;
-}
+KL_STEP(dropout, philox);
 
 }  // namespace kl

@@ -1,5 +1,7 @@
-// The gelu family's CUDA steps: what each step's launcher takes, their table (steps.h), and the
-// checks every launch shares.
+// GeLU, tanh approximation: 0.5 * x * (1 + tanh(0.79788456 * (x + 0.044715 * x^3))). The gelu
+// family's CUDA steps: what each step's launcher takes, their table (steps.h), and the checks every
+// launch shares. Each step is a file of cuda_gelu/ that registers itself in the table; what the
+// steps share is in gelu.cuh.
 #pragma once
 
 #include "steps.h"

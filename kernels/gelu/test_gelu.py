@@ -1,6 +1,6 @@
 """GeLU's own tests: its error floor where the output cancels, the machine code of its CUDA
 ladder (16-byte loads and stores, fp32 or fp64 arithmetic, the fast tanh paths), the ILP step's
-register budget, and (on a GPU) every variant of the op and its error messages. The generic
+register budget, and (on a GPU) every step of the op and its error messages. The generic
 tests are in tests/test_families.py."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from . import FAMILY as fam
 from . import error_floor, gelu_naive, reference
 
 STEPS = fam.ladders()["cuda_gelu"]
-VARIANTS = [s.step for s in STEPS]
+STEP_NAMES = [s.step for s in STEPS]
 
 
 def step_source(kernel):
@@ -95,14 +95,14 @@ def gelu_ref(x):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("step", STEP_NAMES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("n,misalign", [(1, False), (13, False), (1000003, False), (65541, True),
                                         (4096 * 257, False)])
-def test_gpu_cuda_op(kl_ops, variant, dtype, n, misalign):
+def test_gpu_cuda_op(kl_ops, step, dtype, n, misalign):
     x = randn_cuda((n,), dtype, 3, scale=3.0, misalign=misalign)
     out = empty_like_nan(x, misalign)
-    kl_ops.gelu(x, out, variant)
+    kl_ops.gelu(x, out, step)
     assert cuda_rel_err(out, gelu_ref(x)) < cuda_tol(dtype)
 
 
@@ -110,8 +110,8 @@ def test_gpu_cuda_op(kl_ops, variant, dtype, n, misalign):
 def test_gpu_errors_name_the_op_and_the_problem(kl_ops):
     x = torch.randn(10, device="cuda")
     out = torch.empty_like(x)
-    known = ", ".join(sorted(VARIANTS))  # the step table, by name
-    with pytest.raises(RuntimeError, match=rf"gelu: unknown variant 'fast'; known variants: {known}"):
+    known = ", ".join(sorted(STEP_NAMES))  # the step table, by name
+    with pytest.raises(RuntimeError, match=rf"gelu: unknown step 'fast'; known steps: {known}"):
         kl_ops.gelu(x, out, "fast")
     with pytest.raises(RuntimeError, match="gelu: out must be a CUDA tensor"):
         kl_ops.gelu(x, out.cpu(), "vec4")

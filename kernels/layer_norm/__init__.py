@@ -153,9 +153,9 @@ def layer_norm_triton(out, x, w, b):
     return out
 
 
-def layer_norm_cuda(family: str, variant: str):
-    """layer_norm(x, w, b, out, eps, variant): eps passed explicitly."""
-    op = cuda_op(family, "layer_norm", variant)
+def layer_norm_cuda(family: str, step: str):
+    """layer_norm(x, w, b, out, eps, step): eps passed explicitly."""
+    op = cuda_op(family, "layer_norm", step)
 
     def run(out, x, w, b):
         return op(out, x, w, b, eps=EPS)

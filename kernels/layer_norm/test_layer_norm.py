@@ -87,27 +87,27 @@ ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", ROW_SHAPES)
-@pytest.mark.parametrize("variant", [s.step for s in fam.ladders()["hopper_rows"]])
-def test_gpu_cuda_op(kl_ops, dtype, shape, variant):
+@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]])
+def test_gpu_cuda_op(kl_ops, dtype, shape, step):
     """Every step of the CUDA ladder, on rows that take its own path and rows that fall back."""
     x = randn_cuda(shape, dtype, 5, scale=2.0, offset=1.5)
     w, b = randn_cuda(shape[-1:], dtype, 6, offset=1.0), randn_cuda(shape[-1:], dtype, 7)
     out = empty_like_nan(x)
-    kl_ops.layer_norm(x, w, b, out, 1e-5, variant)
+    kl_ops.layer_norm(x, w, b, out, 1e-5, step)
     ref = torch.nn.functional.layer_norm(x.double(), shape[-1:], w.double(), b.double(), 1e-5)
     assert cuda_rel_err(out, ref) < cuda_tol(dtype)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(5, 1001), (64, 4096), (600, 32768)])
-@pytest.mark.parametrize("variant", [s.step for s in fam.ladders()["hopper_rows"]])
-def test_gpu_cuda_op_large_mean(kl_ops, shape, variant):
+@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]])
+def test_gpu_cuda_op_large_mean(kl_ops, shape, step):
     """Rows with mean / std = 3000: every step's statistics stay centred (two passes, or each
     thread's Moments merged by Chan's update), where E[x^2] - E[x]^2 in fp32 loses the variance."""
     x = randn_cuda(shape, torch.float32, 8, scale=0.1, offset=300.0)
     w, b = randn_cuda(shape[-1:], torch.float32, 6, offset=1.0), randn_cuda(shape[-1:], torch.float32, 7)
     out = empty_like_nan(x)
-    kl_ops.layer_norm(x, w, b, out, 1e-5, variant)
+    kl_ops.layer_norm(x, w, b, out, 1e-5, step)
     ref = torch.nn.functional.layer_norm(x.double(), shape[-1:], w.double(), b.double(), 1e-5)
     assert cuda_rel_err(out, ref) < 2e-3
 

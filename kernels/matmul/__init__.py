@@ -21,6 +21,8 @@ before the one store. The CUDA SGEMM ladder is in ``cuda_sgemm/``, one .cu file 
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import torch
 
@@ -28,17 +30,17 @@ from kernellab.engine.runtime import element_size
 from kernellab.kit import Family, compiled, cuda_op, randn, returns_new
 
 from .configs import (  # noqa: F401
+    FLAVOURS,
     GROUP_M,
     META_DEFAULTS,
     SKINNY_M,
-    VARIANTS,
     _tile_of,
     config_kind,
     config_of,
+    flavour_of,
     prune_configs,
     triton_configs,
     uses_tma,
-    variant_of,
 )
 
 # The Triton side, re-exported: matmul_relu imports launch_matmul, make_compile_specs and
@@ -153,13 +155,20 @@ FAMILY.add("compiled_max_autotune", compiled(matmul_naive_max_autotune, mode="ma
 # per step in cuda_sgemm/, run by the `sgemm` op (sgemm_step below). Its ideas and predictions
 # (at 4096^3, as a share of cuBLAS fp32, ~51 TFLOP/s) are in ladder.yaml.
 
-# kl::kSgemmAutotunedConfigs (cuda_sgemm/sgemm.h), in order: "autotuned:<index>" runs
-# one of them; plain "autotuned" lets the launcher pick by the number of tiles.
-SGEMM_AUTOTUNED_CONFIGS = (
-    "128x128x8_w64x64_t128_s4", "128x128x16_w64x64_t128_s3", "128x256x8_w64x64_t256_s3",
-    "256x128x8_w64x64_t256_s3", "128x128x16_w64x32_t256_s3", "128x64x16_w64x32_t128_s3",
-    "64x128x16_w32x64_t128_s3", "64x64x16_w32x32_t128_s3",
-)
+SGEMM_HEADER = Path(__file__).resolve().parent / "cuda_sgemm" / "sgemm.h"
+
+
+def sgemm_autotuned_configs(header: Path = SGEMM_HEADER) -> tuple[str, ...]:
+    """The autotuned step's tile shapes, kl::kSgemmAutotunedConfigs of cuda_sgemm/sgemm.h in its
+    order, read from the header (their one list): "autotuned:<index>" runs one of them; plain
+    "autotuned" lets the launcher pick by the number of tiles."""
+    found = re.search(r"kSgemmAutotunedConfigs\[\]\s*=\s*\{([^}]*)\}", header.read_text())
+    if found is None:
+        raise ValueError(f"{header}: no 'kSgemmAutotunedConfigs[] = {{\"<name>\", ...}}' list")
+    return tuple(re.findall(r'"([^"]+)"', found.group(1)))
+
+
+SGEMM_AUTOTUNED_CONFIGS = sgemm_autotuned_configs()
 _sgemm_best: dict[tuple, int] = {}  # (M, N, K, vec, device) -> config index
 
 
@@ -178,19 +187,19 @@ def sgemm_autotune(ops, out, a, b, reps: int = 10) -> int:
     times = []
     with torch.cuda.device(a.device):
         for i in range(len(SGEMM_AUTOTUNED_CONFIGS)):
-            variant = f"autotuned:{i}"
+            step = f"autotuned:{i}"
             try:
-                ops.sgemm(a, b, out, variant)  # warm-up (and the shared-memory opt-in)
+                ops.sgemm(a, b, out, step)  # warm-up (and the shared-memory opt-in)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                ops.sgemm(a, b, out, variant)
+                ops.sgemm(a, b, out, step)
                 end.record()
                 end.synchronize()
                 ms = start.elapsed_time(end)
                 if ms < 1.0:
                     start.record()
                     for _ in range(reps):
-                        ops.sgemm(a, b, out, variant)
+                        ops.sgemm(a, b, out, step)
                     end.record()
                     end.synchronize()
                     ms = start.elapsed_time(end) / reps

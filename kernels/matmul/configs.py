@@ -1,4 +1,4 @@
-"""The Triton matmul's configs: the tile shapes and variants ``matmul_kernel`` is tuned over, one list
+"""The Triton matmul's configs: the tile shapes and flavours ``matmul_kernel`` is tuned over, one list
 per kind of arithmetic, and the pruning that keeps the list fitting a call (triton_matmul.py holds the
 kernel, launch.py its launcher)."""
 
@@ -27,9 +27,9 @@ import triton
 # Autotune configs, one list per kind of arithmetic. A single autotuned kernel holds
 # them all (so the autotune table sees one kernel); ``prune_configs`` keeps the list that
 # fits the call at hand.
-#   (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps[, variant])
-# Variants (default "ptr", the pointer body) set these meta-parameters:
-VARIANTS = {
+#   (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps[, flavour])
+# Flavours (default "ptr", the pointer body) set these meta-parameters:
+FLAVOURS = {
     "ptr": {},
     # persistent TMA, flattened tile loop, epilogue in two halves of BLOCK_N / 2 columns
     "tma": {"TMA": True, "EPILOGUE_SUBTILE": 2},
@@ -120,8 +120,8 @@ GROUP_M = 8  # programs that walk down a column of C tiles before moving right (
 
 def config_of(tile) -> triton.Config:
     bm, bn, bk, stages, warps = tile[:5]
-    variant = tile[5] if len(tile) > 5 else "ptr"
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, **VARIANTS[variant]},
+    flavour = tile[5] if len(tile) > 5 else "ptr"
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, **FLAVOURS[flavour]},
                          num_stages=stages, num_warps=warps)
 
 
@@ -145,19 +145,19 @@ def _tile_of(config) -> tuple:
     return (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], config.num_stages, config.num_warps)
 
 
-def variant_of(config) -> str:
-    """The name in ``VARIANTS`` of a config's meta-parameters ("ptr" for none)."""
+def flavour_of(config) -> str:
+    """The name in ``FLAVOURS`` of a config's meta-parameters ("ptr" for none)."""
     meta = {k: v for k, v in config.kwargs.items() if k in META_DEFAULTS and v != META_DEFAULTS[k]}
-    for name, kw in VARIANTS.items():
+    for name, kw in FLAVOURS.items():
         if {k: v for k, v in kw.items() if v != META_DEFAULTS[k]} == meta:
             return name
     return "custom"
 
 
 def _entry_of(config) -> tuple:
-    """A config as written in ``_TILES``: the tile, then the variant unless "ptr"."""
-    variant = variant_of(config)
-    return _tile_of(config) + (() if variant == "ptr" else (variant,))
+    """A config as written in ``_TILES``: the tile, then the flavour unless "ptr"."""
+    flavour = flavour_of(config)
+    return _tile_of(config) + (() if flavour == "ptr" else (flavour,))
 
 
 def uses_tma(meta) -> bool:

@@ -13,7 +13,7 @@ import triton.language as tl
 from kernellab.engine.runtime import element_size, triton_interpreted
 from kernellab.kit import CompileSpec, forced_config, launch, launch_config, triton_type
 
-from .configs import _TILES, GROUP_M, META_DEFAULTS, SKINNY_M, VARIANTS, _entry_of, config_kind, uses_tma
+from .configs import _TILES, FLAVOURS, GROUP_M, META_DEFAULTS, SKINNY_M, _entry_of, config_kind, uses_tma
 from .triton_matmul import matmul_kernel
 
 
@@ -257,16 +257,16 @@ def make_compile_specs(dtype: str, activation: str = "") -> list[CompileSpec]:
     specs = []
     for entry in SPEC_ENTRIES[kind]:
         bm, bn, bk, stages, warps = entry[:5]
-        variant = entry[5] if len(entry) > 5 else "ptr"
+        flavour = entry[5] if len(entry) > 5 else "ptr"
         constexprs = {"stride_ak": 1, "stride_bk" if kmajor else "stride_bn": 1, "stride_cn": 1,
                       "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M,
                       "ACTIVATION": activation, "INPUT_PRECISION": precision, "B_KMAJOR": kmajor}
         label = f"BLOCK={bm}x{bn}x{bk}, num_stages={stages}, num_warps={warps}, input_precision={precision}"
         if kmajor:
             label += ", B K-major"
-        if variant != "ptr":
-            constexprs.update({**META_DEFAULTS, **VARIANTS[variant], "TMA_OK": True})
-            label = f"{variant}, {label}"
+        if flavour != "ptr":
+            constexprs.update({**META_DEFAULTS, **FLAVOURS[flavour], "TMA_OK": True})
+            label = f"{flavour}, {label}"
         specs.append(CompileSpec(matmul_kernel, signature, constexprs, num_warps=warps, num_stages=stages,
                                  label=label, divisible=divisible))
     return specs

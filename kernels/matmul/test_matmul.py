@@ -160,7 +160,7 @@ def test_first_config_is_the_first_the_prune_keeps():
 
 # --------------------------------------------------------------------- split-K and K-major B
 def _split_config(split_k):
-    return triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, **mm.VARIANTS["tma_split2"],
+    return triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, **mm.FLAVOURS["tma_split2"],
                           "SPLIT_K": split_k}, num_warps=4, num_stages=2)
 
 
@@ -276,8 +276,8 @@ def test_sgemm_steps_take_fp32_and_list_their_own_kernel():
 
 
 def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
-    """The tile names Python times are the launcher's, in its order: a host program built from
-    sgemm.h prints kSgemmAutotunedConfigs."""
+    """The tile names Python reads from sgemm.h (their one list) are the launcher's, in its order:
+    a host program built from sgemm.h prints kSgemmAutotunedConfigs."""
     from kernellab.engine import cuda_build
 
     nvcc = cuda_build.find_nvcc() or pytest.skip("nvcc not found")
@@ -292,6 +292,13 @@ def test_sgemm_autotuned_configs_match_the_launcher(tmp_path):
     names = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
     assert tuple(names) == mm.SGEMM_AUTOTUNED_CONFIGS
     assert MATMUL.impls["cuda@autotuned"].fn is mm.sgemm_autotuned
+
+
+def test_sgemm_autotuned_configs_without_their_list_name_the_header(tmp_path):
+    header = tmp_path / "sgemm.h"
+    header.write_text("inline constexpr const char* kOtherNames[] = {\"a\"};\n")
+    with pytest.raises(ValueError, match=f"{header}: no 'kSgemmAutotunedConfigs"):
+        mm.sgemm_autotuned_configs(header)
 
 
 # --------------------------------------------------------------------- sm_90 code
@@ -370,8 +377,8 @@ def test_gpu_sgemm_ladder(step):
 
 
 # ---- the CUDA op itself (torch.ops.kernellab.sgemm) -------------------------------------------------
-# "autotuned:<i>": the tile shapes of the autotuned variant (kSgemmAutotunedConfigs)
-SGEMM_CONFIGS = [f"autotuned:{i}" for i in range(8)]
+# "autotuned:<i>": the tile shapes of the autotuned step (kSgemmAutotunedConfigs)
+SGEMM_CONFIGS = [f"autotuned:{i}" for i in range(len(mm.SGEMM_AUTOTUNED_CONFIGS))]
 SGEMM_SHAPES = [(127, 129, 65), (128, 128, 128), (1, 1, 1), (33, 7, 5), (256, 260, 64), (64, 96, 4),
                 (130, 132, 20), (300, 200, 129)]
 
@@ -383,24 +390,24 @@ def test_sgemm_registers_for_occupancy(cuda_resources):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", SGEMM_STEPS + SGEMM_CONFIGS)
+@pytest.mark.parametrize("step", SGEMM_STEPS + SGEMM_CONFIGS)
 @pytest.mark.parametrize("m,n,k", SGEMM_SHAPES)
-def test_gpu_sgemm(kl_ops, variant, m, n, k):
+def test_gpu_sgemm(kl_ops, step, m, n, k):
     a, b = randn_cuda((m, k), torch.float32, 13), randn_cuda((k, n), torch.float32, 14)
     c = empty_like_nan(torch.empty((m, n), device="cuda"))
-    kl_ops.sgemm(a, b, c, variant)
+    kl_ops.sgemm(a, b, c, step)
     assert cuda_rel_err(c, a.double() @ b.double()) < 1e-5
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["vectorized", "warptile", "autotuned"] + SGEMM_CONFIGS)
-def test_gpu_sgemm_misaligned_and_empty_k(kl_ops, variant):
+@pytest.mark.parametrize("step", ["vectorized", "warptile", "autotuned"] + SGEMM_CONFIGS)
+def test_gpu_sgemm_misaligned_and_empty_k(kl_ops, step):
     a, b = randn_cuda((64, 128), torch.float32, 15, misalign=True), randn_cuda((128, 64), torch.float32, 16)
     c = empty_like_nan(torch.empty((64, 64), device="cuda"), misalign=True)
-    kl_ops.sgemm(a, b, c, variant)  # not 16-byte aligned: the scalar instantiation
+    kl_ops.sgemm(a, b, c, step)  # not 16-byte aligned: the scalar instantiation
     assert cuda_rel_err(c, a.double() @ b.double()) < 1e-5
     z = torch.full((5, 3), float("nan"), device="cuda")
-    kl_ops.sgemm(torch.empty((5, 0), device="cuda"), torch.empty((0, 3), device="cuda"), z, variant)
+    kl_ops.sgemm(torch.empty((5, 0), device="cuda"), torch.empty((0, 3), device="cuda"), z, step)
     assert torch.equal(z, torch.zeros_like(z))
 
 

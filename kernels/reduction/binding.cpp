@@ -20,21 +20,21 @@ double* fp64_scratch(void* owner) {
   return scratch.fp64.data_ptr<double>();
 }
 
-void reduce_sum(const at::Tensor& x, at::Tensor& out, c10::string_view variant) {
+void reduce_sum(const at::Tensor& x, at::Tensor& out, c10::string_view step) {
   const char* op = "reduce_sum";
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, false, false);
   TORCH_CHECK(out.scalar_type() == at::kFloat && out.numel() == 1, "kernellab.", op,
               ": out must be one fp32 element, got dtype ", out.scalar_type(), " shape ", dims(out.sizes()));
-  const kl::ReduceSumStep step = find_step(op, kl::reduction_steps(), variant);
+  const kl::ReduceSumStep launcher = find_step(op, kl::reduction_steps(), step);
   const c10::cuda::CUDAGuard guard(x.device());
   Scratch scratch{x.options(), at::Tensor()};
-  check_status(op, variant,
-               kl::reduce_sum_launch(step, x.data_ptr(), out.data_ptr<float>(), {fp64_scratch, &scratch},
+  check_status(op, step,
+               kl::reduce_sum_launch(launcher, x.data_ptr(), out.data_ptr<float>(), {fp64_scratch, &scratch},
                                      x.numel(), dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(kernellab, m) { m.def("reduce_sum(Tensor x, Tensor(a!) out, str variant) -> ()"); }
+TORCH_LIBRARY_FRAGMENT(kernellab, m) { m.def("reduce_sum(Tensor x, Tensor(a!) out, str step) -> ()"); }
 
 TORCH_LIBRARY_IMPL(kernellab, CUDA, m) { m.impl("reduce_sum", &reduce_sum); }

@@ -1,6 +1,6 @@
 """The reduction's own tests: a skipped last element fails, the output is zeroed first, its
 tolerance grows like sqrt(n), one atomic in its sm_90 code, and (on a GPU)
-large sums and the CUDA op's variants. The generic tests are in tests/test_families.py."""
+large sums and the CUDA op's steps. The generic tests are in tests/test_families.py."""
 
 from __future__ import annotations
 
@@ -91,15 +91,15 @@ def test_gpu_large_sums(dtype):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", [s.step for s in fam.ladders()["cuda_reduction"]])
+@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["cuda_reduction"]])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 # 2^26: past 2^25 an fp32 running sum of these (mean 0.5) stalls; the atomic step must not
 @pytest.mark.parametrize("n,misalign", [(1, False), (1000, False), (1000003, False), (70001, True), (1 << 26, False)])
-def test_gpu_cuda_op(kl_ops, variant, dtype, n, misalign):
+def test_gpu_cuda_op(kl_ops, step, dtype, n, misalign):
     x = randn_cuda((n,), dtype, 11, offset=0.5, misalign=misalign)
     out = torch.full((1,), 12345.0, device="cuda")  # the op zeroes it first
-    kl_ops.reduce_sum(x, out, variant)
-    # fp32 accumulation in a variant-dependent order: sqrt(n) roundings of size 2^-24 at most
+    kl_ops.reduce_sum(x, out, step)
+    # fp32 accumulation in a step-dependent order: sqrt(n) roundings of size 2^-24 at most
     tol = max(1e-5, 4 * math.sqrt(n) * 2.0**-24)
     assert cuda_rel_err(out, x.double().sum().reshape(1)) < tol
 

@@ -126,9 +126,9 @@ def rms_norm_triton(out, x, w):
     return out
 
 
-def rms_norm_cuda(family: str, variant: str):
-    """rms_norm(x, w, out, eps, variant): eps passed explicitly."""
-    op = cuda_op(family, "rms_norm", variant)
+def rms_norm_cuda(family: str, step: str):
+    """rms_norm(x, w, out, eps, step): eps passed explicitly."""
+    op = cuda_op(family, "rms_norm", step)
 
     def run(out, x, w):
         return op(out, x, w, eps=EPS)

@@ -7,23 +7,23 @@ namespace {
 
 using namespace kl::binding;
 
-void rms_norm(const at::Tensor& x, const at::Tensor& w, at::Tensor& out, double eps, c10::string_view variant) {
+void rms_norm(const at::Tensor& x, const at::Tensor& w, at::Tensor& out, double eps, c10::string_view step) {
   const char* op = "rms_norm";
   check_args(op, {{"x", x}, {"w", w}, {"out", out}}, kFloatTypes, true, false);
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
-  const kl::RmsNormStep step = find_step(op, kl::rms_norm_steps(), variant);
+  const kl::RmsNormStep launcher = find_step(op, kl::rms_norm_steps(), step);
   int64_t rows = 0, cols = 0;
   rows_cols(op, x, rows, cols);
   TORCH_CHECK(w.dim() == 1 && w.size(0) == cols, "kernellab.", op, ": w must have shape (", std::to_string(cols), ",), got ",
               dims(w.sizes()));
   const c10::cuda::CUDAGuard guard(x.device());
-  check_status(op, variant,
-               kl::rms_norm_launch(step, x.data_ptr(), w.data_ptr(), out.data_ptr(), rows, cols,
+  check_status(op, step,
+               kl::rms_norm_launch(launcher, x.data_ptr(), w.data_ptr(), out.data_ptr(), rows, cols,
                                    static_cast<float>(eps), dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(kernellab, m) { m.def("rms_norm(Tensor x, Tensor w, Tensor(a!) out, float eps, str variant) -> ()"); }
+TORCH_LIBRARY_FRAGMENT(kernellab, m) { m.def("rms_norm(Tensor x, Tensor w, Tensor(a!) out, float eps, str step) -> ()"); }
 
 TORCH_LIBRARY_IMPL(kernellab, CUDA, m) { m.impl("rms_norm", &rms_norm); }

@@ -34,21 +34,14 @@ __global__ void __launch_bounds__(1024)
   using IO = kl::RowIO<T, VEC>;
   constexpr int N = IO::N;
   extern __shared__ __align__(16) float smem[];
-  float* scratch = smem;
-  float* cache = smem + kl::kRowScratchFloats;
-  const int64_t row = blockIdx.x;
-  const T* xr = x + row * cols;
-  T* yr = out + row * cols;
-  const int units = cols / N;
+  const kl::BlockRow<T, VEC> r(smem, x, out, cols);
+  float* scratch = r.scratch;
+  float* cache = r.cache;
+  const T* xr = r.xr;
+  T* yr = r.yr;
+  const int units = r.units;
 
-  float ss = 0.0f;
-  for (int u = threadIdx.x; u < units; u += blockDim.x) {
-    float f[N];
-    IO::load(xr, u, f);
-    if constexpr (CACHED) IO::cache_store(cache, u, f);
-#pragma unroll
-    for (int j = 0; j < N; ++j) ss += f[j] * f[j];
-  }
+  const float ss = r.template first_pass<CACHED>([](float v) { return v * v; });
   const float rstd = rsqrtf(kl::block_sum(ss, scratch) / static_cast<float>(cols) + eps);
 
   for (int u = threadIdx.x; u < units; u += blockDim.x) {

@@ -1,5 +1,7 @@
-// The rms_norm family's CUDA steps: what each step's launcher takes, their table (steps.h), and the
-// checks every launch shares.
+// RMS norm over the last dimension of a (rows, cols) matrix: the rms_norm family's CUDA steps: what
+// each step's launcher takes, their table (steps.h), and the checks every launch shares. Each step
+// is a file of hopper_rows/ that registers itself in the table; what the steps share is in
+// rms_norm.cuh.
 #pragma once
 
 #include <climits>

@@ -48,13 +48,13 @@ ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", ROW_SHAPES)
-@pytest.mark.parametrize("variant", [s.step for s in fam.ladders()["hopper_rows"]])
-def test_gpu_cuda_op(kl_ops, dtype, shape, variant):
+@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]])
+def test_gpu_cuda_op(kl_ops, dtype, shape, step):
     """Every step of the CUDA ladder, on rows that take its own path and rows that fall back."""
     x = randn_cuda(shape, dtype, 8, scale=2.0, offset=0.5)
     w = randn_cuda(shape[-1:], dtype, 9, offset=1.0)
     out = empty_like_nan(x)
-    kl_ops.rms_norm(x, w, out, 1e-6, variant)
+    kl_ops.rms_norm(x, w, out, 1e-6, step)
     xd = x.double()
     ref = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
     assert cuda_rel_err(out, ref) < cuda_tol(dtype)

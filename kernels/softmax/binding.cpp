@@ -7,19 +7,19 @@ namespace {
 
 using namespace kl::binding;
 
-void softmax(const at::Tensor& x, at::Tensor& out, c10::string_view variant) {
+void softmax(const at::Tensor& x, at::Tensor& out, c10::string_view step) {
   const char* op = "softmax";
   check_args(op, {{"x", x}, {"out", out}}, kFloatTypes, true, true);
-  const kl::SoftmaxStep step = find_step(op, kl::softmax_steps(), variant);
+  const kl::SoftmaxStep launcher = find_step(op, kl::softmax_steps(), step);
   int64_t rows = 0, cols = 0;
   rows_cols(op, x, rows, cols);
   const c10::cuda::CUDAGuard guard(x.device());
-  check_status(op, variant,
-               kl::softmax_launch(step, x.data_ptr(), out.data_ptr(), rows, cols, dtype_tag(x), stream_of(x)));
+  check_status(op, step,
+               kl::softmax_launch(launcher, x.data_ptr(), out.data_ptr(), rows, cols, dtype_tag(x), stream_of(x)));
 }
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(kernellab, m) { m.def("softmax(Tensor x, Tensor(a!) out, str variant) -> ()"); }
+TORCH_LIBRARY_FRAGMENT(kernellab, m) { m.def("softmax(Tensor x, Tensor(a!) out, str step) -> ()"); }
 
 TORCH_LIBRARY_IMPL(kernellab, CUDA, m) { m.impl("softmax", &softmax); }

@@ -80,11 +80,11 @@ ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", ROW_SHAPES)
-@pytest.mark.parametrize("variant", [s.step for s in fam.ladders()["hopper_rows"]])
-def test_gpu_cuda_op(kl_ops, dtype, shape, variant):
+@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]])
+def test_gpu_cuda_op(kl_ops, dtype, shape, step):
     """Every step of the CUDA ladder, on rows that take its own path and rows that fall back."""
     x = randn_cuda(shape, dtype, 4, scale=4.0)
     out = empty_like_nan(x)
-    kl_ops.softmax(x, out, variant)
+    kl_ops.softmax(x, out, step)
     assert cuda_rel_err(out, torch.softmax(x.double(), dim=-1)) < cuda_tol(dtype)
 

@@ -1,8 +1,9 @@
 // Vector add, out = a + b: two reads and one write per element.
 //
-// vector_add_vec4: 16-byte loads and stores (4 fp32 or 8 bf16 per vector) in a grid-stride
-// loop, then a scalar tail for the last n % (16 / sizeof(T)) elements. A pointer that is not
-// 16-byte aligned (a view with an odd storage offset) sends every element down the scalar path.
+// The family's one CUDA step, "vec4" (kernel vector_add_vec4, registered in the step table of
+// vector_add.h): 16-byte loads and stores (4 fp32 or 8 bf16 per vector) in a grid-stride loop,
+// then a scalar tail for the last n % (16 / sizeof(T)) elements. A pointer that is not 16-byte
+// aligned (a view with an odd storage offset) sends every element down the scalar path.
 #include "common.cuh"
 #include "vector_add.h"
 
@@ -32,31 +33,21 @@ __global__ void __launch_bounds__(kVectorAddThreads)
 namespace kl {
 namespace {
 
-template <typename T>
-int run_vector_add(const void* a, const void* b, void* out, int64_t n, cudaStream_t stream) {
-  const bool vec = aligned16(a) && aligned16(b) && aligned16(out);
-  const int64_t nvec = vec ? n / Pack<T>::N : 0;
-  const int64_t work = vec ? nvec : n;
-  const unsigned grid = grid_for(work, kVectorAddThreads, static_cast<int64_t>(num_sms()) * 32);
-  vector_add_vec4<T><<<grid, kVectorAddThreads, 0, stream>>>(
-      static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n, nvec);
-  return launch_status();
+int vec4(const void* a, const void* b, void* out, int64_t n, DType dtype, cudaStream_t stream) {
+  return by_dtype(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    const bool vec = aligned16(a) && aligned16(b) && aligned16(out);
+    const int64_t nvec = vec ? n / Pack<T>::N : 0;
+    const int64_t work = vec ? nvec : n;
+    const unsigned grid = grid_for(work, kVectorAddThreads, static_cast<int64_t>(num_sms()) * 32);
+    vector_add_vec4<T><<<grid, kVectorAddThreads, 0, stream>>>(
+        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n, nvec);
+    return launch_status();
+  });
 }
 
 }  // namespace
 
-int vector_add_launch(const void* a, const void* b, void* out, int64_t n, DType dtype, int variant,
-                      cudaStream_t stream) {
-  if (variant != kVectorAddVec4) return kErrUnknownVariant;
-  if (n < 0) return kErrBadSize;
-  if (n == 0) return kOk;
-  switch (dtype) {
-    case DType::kFloat32:
-      return run_vector_add<float>(a, b, out, n, stream);
-    case DType::kBFloat16:
-      return run_vector_add<bf16>(a, b, out, n, stream);
-  }
-  return kErrUnsupportedDtype;
-}
+KL_STEP(vector_add, vec4);
 
 }  // namespace kl

@@ -344,7 +344,7 @@ int run_sgemm_autotuned(const float* A, const float* B, float* C, int M, int N, 
     case 5: return launch_autotuned<SgemmTile5>(A, B, C, M, N, K, stream);
     case 6: return launch_autotuned<SgemmTile6>(A, B, C, M, N, K, stream);
     case 7: return launch_autotuned<SgemmTile7>(A, B, C, M, N, K, stream);
-    default: return kErrUnknownVariant;
+    default: return kErrUnknownConfig;
   }
 }
 static_assert(count_of(kSgemmAutotunedConfigs) == 8, "one name per instantiated tile shape");

@@ -39,23 +39,14 @@ namespace {
 template <typename T>
 int launch_rms_norm_cluster(const T* x, const T* w, T* out, int64_t rows, int64_t cols, float eps,
                             const ClusterShape& s, cudaStream_t stream) {
-  const int c = static_cast<int>(cols);
-  switch (s.vecs) {
-    case 4:
-      return launch_cluster_rows(rms_norm_cluster<T, 4>, rows, s, stream, x, w, out, c, s.slice_units, eps);
-    case 2:
-      return launch_cluster_rows(rms_norm_cluster<T, 2>, rows, s, stream, x, w, out, c, s.slice_units, eps);
-    default:
-      return launch_cluster_rows(rms_norm_cluster<T, 1>, rows, s, stream, x, w, out, c, s.slice_units, eps);
-  }
+  return launch_cluster_rows_v([](auto v) { return rms_norm_cluster<T, decltype(v)::value>; }, rows, s, stream,
+                               x, w, out, static_cast<int>(cols), s.slice_units, eps);
 }
 
 template <typename T>
 int run_cluster(const T* x, const T* w, T* out, int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
-  const bool vec = cols % Pack<T>::N == 0 && aligned16(x) && aligned16(w) && aligned16(out);
   ClusterShape shape;
-  const int64_t units = cols / Pack<T>::N;
-  if (vec && cluster_rows_supported() && cluster_shape(units, cluster_vecs(units), shape)) {
+  if (cluster_rows_shape<T>(cols, aligned16(x) && aligned16(w) && aligned16(out), shape)) {
     return launch_rms_norm_cluster(x, w, out, rows, cols, eps, shape, stream);
   }
   return launch_rms_norm_block(x, w, out, rows, cols, eps, stream);

@@ -51,23 +51,14 @@ namespace {
 template <typename T>
 int launch_softmax_cluster(const T* x, T* out, int64_t rows, int64_t cols, const ClusterShape& s,
                            cudaStream_t stream) {
-  const int c = static_cast<int>(cols);
-  switch (s.vecs) {
-    case 4:
-      return launch_cluster_rows(softmax_cluster<T, 4>, rows, s, stream, x, out, c, s.slice_units);
-    case 2:
-      return launch_cluster_rows(softmax_cluster<T, 2>, rows, s, stream, x, out, c, s.slice_units);
-    default:
-      return launch_cluster_rows(softmax_cluster<T, 1>, rows, s, stream, x, out, c, s.slice_units);
-  }
+  return launch_cluster_rows_v([](auto v) { return softmax_cluster<T, decltype(v)::value>; }, rows, s, stream,
+                               x, out, static_cast<int>(cols), s.slice_units);
 }
 
 template <typename T>
 int run(const T* x, T* out, int64_t rows, int64_t cols, cudaStream_t stream) {
-  const bool vec = cols % Pack<T>::N == 0 && aligned16(x) && aligned16(out);
   ClusterShape shape;
-  const int64_t units = cols / Pack<T>::N;
-  if (vec && cluster_rows_supported() && cluster_shape(units, cluster_vecs(units), shape)) {
+  if (cluster_rows_shape<T>(cols, aligned16(x) && aligned16(out), shape)) {
     return launch_softmax_cluster(x, out, rows, cols, shape, stream);
   }
   return launch_softmax_block(x, out, rows, cols, stream);
