@@ -7,4 +7,11 @@ with job(
     bytecode=snakemake.params.bytecode,
     **snakemake.params.env,
 ):
-    ncu(snakemake.params.config, snakemake.params.kernels, list(snakemake.input.build), snakemake.output.csv)
+    ncu(
+        snakemake.params.config,
+        snakemake.params.kernels,
+        list(snakemake.input.build),
+        snakemake.output.csv,
+        keys=snakemake.params.family_keys,
+        kept_dir=snakemake.params.kept,
+    )
