@@ -55,7 +55,7 @@ def test_the_count_is_summary_csvs_and_lines_are_few():
     out = io.StringIO()
     now = [0.0]
     works = {"a": ImplWork(checks=3, benches=2), "b": ImplWork(checks=3, benches=2)}
-    progress = Progress("mine", 4, stream=out, clock=lambda: now[0], works=works, run_left=lambda rate: 10 * rate)
+    progress = Progress("mine", 4, stream=out, clock=lambda: now[0], works=works, run_left=lambda done: 100 - done)
     for kind in ("check", "check", "check", "bench", "bench"):
         now[0] += 1
         progress.case("a", {"status": "ok"}, kind)
@@ -90,3 +90,44 @@ def test_the_tiny_runs_terminal_is_ours(tiny_run, tiny_terminal):
     # what does not grow with the run: Snakemake's few lines, the closing summary
     assert len(other) <= 20, other
     assert len(lines) <= 40, lines
+
+
+# ------------------------------------------------------------------ the run's estimate
+def _minutes(line: str) -> float:
+    """The run's time left a line shows, in seconds."""
+    value, unit = line.split("; run: about ")[1].split(" left")[0].split()
+    return float(value) * (60 if unit == "min" else 1)
+
+
+def test_the_runs_estimate_never_jumps_up_when_a_slower_family_starts(tmp_path):
+    """Three families of one run measured one after the other, each at its own cost per unit of
+    work (the plan's weights are never exact: a torch family is quicker than its weight, an
+    interpreted Triton one slower). Each job's rate made the run's estimate jump (issue 41:
+    10, 11, 5, 18, 6, 3 minutes left); the run's own rate, smoothed, goes down steadily."""
+    from kernellab.engine import progress as prog
+
+    per_unit = {"torch_fam": 0.5, "triton_fam": 6.0, "cuda_fam": 1.0}  # seconds per unit, truth
+    units = 100
+    plan, set_dir = tmp_path / ".run" / "set.json", tmp_path / "set"
+    now = [1000.0]
+    prog.write_plan(plan, {k: units for k in per_unit}, now=now[0])
+    shown = []
+    for fam, cost in per_unit.items():
+        now[0] += 20  # the jobs between (build, profile, ptx)
+        out = io.StringIO()
+        p = Progress(fam, units, stream=out, clock=lambda: now[0], every_s=30,
+                     works={"impl": ImplWork(benches=units)},
+                     run_left=prog.run_left(plan, set_dir, fam, clock=lambda: now[0]))
+        for i in range(units):
+            now[0] += cost
+            p.case("impl", {"status": "ok"}, "bench")
+            p.running("impl", i + 1)
+        p.done("impl", units)
+        (set_dir / "bench").mkdir(parents=True, exist_ok=True)
+        (set_dir / "bench" / f"{fam}.csv").write_text("")
+        shown += [_minutes(ln) for ln in out.getvalue().splitlines() if "; run: about" in ln]
+    assert len(shown) > 10
+    for before, after in zip(shown, shown[1:], strict=False):
+        # up by no more than noise: a tenth, and a minute of rounding to whole minutes
+        assert after <= before * 1.1 + 60, shown
+    assert shown[-1] <= 60, shown  # the run ends saying so

@@ -165,3 +165,25 @@ def profile_steps(steps: list[tuple[str, str, str, str]], build_json: str | list
     for rows, told in zip(split_steps(per_kernel, len(steps)), target, strict=True):
         out.append(combine(rows) if told.get("status") == "ok" else told)
     return out
+
+
+# A family's rows are kept beside the run's other caches with the key of what made them (its
+# code, CUDA sources and config): the set's one ncu job profiles again only the families whose
+# key changed, and copies the others' rows (Snakemake removes a job's outputs before it runs,
+# so the kept copy cannot be the output itself).
+def kept_rows(path: str | Path, key: str) -> list[dict] | None:
+    """The rows kept at ``path`` if they were made with ``key`` and none of them failed (an
+    error may be passing: a timeout, a busy GPU), else None."""
+    try:
+        kept = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    rows = kept.get("rows") if isinstance(kept, dict) and kept.get("key") == key else None
+    if not isinstance(rows, list) or any(r.get("status") == "error" for r in rows):
+        return None
+    return rows
+
+
+def keep_rows(path: str | Path, key: str, rows: list[dict]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"key": key, "rows": rows}, default=str))

@@ -12,6 +12,7 @@ left" at 18 s, done at 114 s). The implementation running now is extrapolated at
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -115,8 +116,8 @@ class Progress:
     """A measure job's lines on the terminal (the process's original stderr, which Snakemake
     shows; the job's own output goes to its log). ``total``: the job's cases, as summary.csv
     counts them; ``works``: each implementation's records (``ImplWork``) for the estimate;
-    ``run_left``: a function (seconds per work unit) -> the seconds the rest of the run's
-    measurements will take, or None."""
+    ``run_left``: a function (this job's work done, ``ImplWork`` units) -> the seconds the run's
+    measurements have left, this job's included, or None (``run_left``)."""
 
     # failing cases named one by one, per family; the rest are counted on the "done" lines (the
     # closing summary and the report list them all)
@@ -151,10 +152,10 @@ class Progress:
         left = self.left(count)
         bad = len(self.bad.get(impl, ()))
         run = ""
-        if self.run_left is not None and self.estimator is not None and self.estimator.rate(self.last):
-            rest = self.run_left(self.estimator.rate(self.last))
+        if self.run_left is not None and self.estimator is not None:
+            rest = self.run_left(self.estimator.work_done())
             if rest is not None:
-                run = f"; run: about {_fmt(rest + (left if left == left else 0.0))} left"
+                run = f"; run: about {_fmt(rest)} left"
         return self._print(f"measure {self.family}: {impl} {state}, {count}/{self.total} cases, {elapsed:.0f} s"
                            + (f", about {_fmt(left)} left" if 0 < count < self.total and left == left else "")
                            + run
@@ -221,23 +222,57 @@ def set_terminal(stream) -> None:
 
 
 # ------------------------------------------------------------------ the run's estimate
-def write_plan(path: str | Path, works: dict[str, float]) -> None:
-    """The run's families and each one's work (``ImplWork`` units), for the run's estimate."""
+# The run's estimate: its time so far per unit of measure work done (every family's finished
+# measure job, and this job's work done), times the units left. Each job's own rate would swing
+# it with the family measuring (a torch family's rate is a fraction of an interpreted Triton
+# one's: 10, 11, 5, 18, 6, 3 minutes left in one CPU run, issue 41). What is shown is smoothed,
+# the same for every job of the run (a state file beside the plan): it follows a lower estimate
+# halfway, and a higher one only by a tenth and half a minute at a time.
+UP_FRACTION, UP_S, SMOOTH = 0.1, 30.0, 0.5
+
+
+def write_plan(path: str | Path, works: dict[str, float], now: float | None = None) -> None:
+    """The run's families and each one's work (``ImplWork`` units), and the run's start (wall
+    clock), for the run's estimate; the shown estimate of an earlier run is forgotten."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(works))
+    Path(path).write_text(json.dumps({"t0": time.time() if now is None else now, "works": works}))
+    _state_path(path).unlink(missing_ok=True)
 
 
-def run_left(plan: str | Path, set_dir: str | Path, kernel: str):
-    """A function (seconds per work unit) -> seconds the families of the run not measured
-    yet, other than ``kernel``, will take at that rate; None without a plan."""
+def _state_path(plan: str | Path) -> Path:
+    return Path(plan).with_suffix(".shown.json")
+
+
+def run_left(plan: str | Path, set_dir: str | Path, kernel: str, clock=time.time):
+    """A function (this job's work done, in ``ImplWork`` units) -> the seconds the run's
+    measurements have left, this job's included, smoothed across the run's jobs; None without
+    a plan. A family's job is finished when its bench/<family>.csv exists."""
     try:
-        works = json.loads(Path(plan).read_text())
-    except (OSError, ValueError):
+        data = json.loads(Path(plan).read_text())
+        works, t0 = {k: float(v) for k, v in data["works"].items()}, float(data["t0"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+    state = _state_path(plan)
 
-    def left(rate: float) -> float:
-        pending = [k for k in works if k != kernel and not (Path(set_dir) / "bench" / f"{k}.csv").exists()]
-        return rate * sum(float(works[k]) for k in pending)
+    def left(job_done: float) -> float | None:
+        now = clock()
+        finished = [k for k in works if k != kernel and (Path(set_dir) / "bench" / f"{k}.csv").exists()]
+        done = sum(works[k] for k in finished) + job_done
+        if done <= 0 or now <= t0:
+            return None
+        raw = (now - t0) / done * max(sum(works.values()) - done, 0.0)
+        try:
+            shown = json.loads(state.read_text())
+            predicted = max(float(shown["left"]) - (now - float(shown["at"])), 0.0)
+        except (OSError, ValueError, KeyError, TypeError):
+            predicted = None
+        if predicted is not None:
+            target = min(raw, predicted * (1 + UP_FRACTION) + UP_S)
+            raw = predicted + SMOOTH * (target - predicted)
+        tmp = state.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"at": now, "left": raw}))
+        tmp.replace(state)  # jobs running side by side: each replaces it whole
+        return raw
 
     return left
 

@@ -422,17 +422,27 @@ def _gpu_arch() -> int:
     return Monitor().compute_capability() or 90
 
 
-def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[str]) -> None:
+def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[str],
+        keys: dict[str, str] | None = None, kept_dir: str | None = None) -> None:
     """Nsight Compute on every ladder step of the families, each at its ladder's shape and
     dtype, and on each family's ``ncu_cases`` (ladder and step empty), in one ncu session; one
-    table per family, each row with the family's byte model beside the bytes DRAM moved."""
+    table per family, each row with the family's byte model beside the bytes DRAM moved.
+    ``keys``: each family's key of what its profile depends on; a family whose rows under
+    ``kept_dir`` have its key is not profiled again, its rows are copied (``ncu.kept_rows``)."""
     from kernellab.engine.cases import parse_shape
-    from kernellab.engine.ncu import COLUMNS, profile_steps
+    from kernellab.engine.ncu import COLUMNS, keep_rows, kept_rows, profile_steps
 
     nc = config.get("ncu") or {}
-    bases, ladders = [], []
+    bases, ladders, reused = [], [], {}
     reg = registry_of(config)
+    stamps, kept = (keys or {}) if kept_dir else {}, Path(kept_dir or ".")
     for kernel in kernels:
+        old = kept_rows(kept / f"{kernel}.json", stamps[kernel]) if kernel in stamps else None
+        if old is not None:
+            log.info("ncu: %s unchanged since its last profile: %d rows kept", kernel, len(old))
+            reused[kernel] = old
+            continue
+        log.info("ncu: %s to profile", kernel)
         fam = reg.family(kernel)
         plan = _plan(config, kernel)
         keys = set(plan.impl_keys(fam))
@@ -466,9 +476,12 @@ def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[
                             [str(Path(b).resolve()) for b in build_json], float(nc.get("timeout_s", 180)),
                             config.get("kernel_dirs"))
         log.info("ncu: %d steps of %s in %.1f s", len(bases), ", ".join(ladders), time.perf_counter() - t0)
-    rows = [{**b, **g} for b, g in zip(bases, got, strict=True)]
-    for r in rows:
+    new = [{**b, **g} for b, g in zip(bases, got, strict=True)]
+    for r in new:
         moved = r.get("dram_read_mb", math.nan) + r.get("dram_write_mb", math.nan)
         r["dram_vs_model"] = moved / r["model_mb"] if r["model_mb"] > 0 else math.nan
     for kernel, out_csv in zip(kernels, out_csvs, strict=True):
-        write_csv(out_csv, [r for r in rows if r["kernel"] == kernel], columns=COLUMNS)
+        mine = reused.get(kernel) or [r for r in new if r["kernel"] == kernel]
+        write_csv(out_csv, mine, columns=COLUMNS)
+        if kernel in stamps and kernel not in reused:
+            keep_rows(kept / f"{kernel}.json", stamps[kernel], mine)

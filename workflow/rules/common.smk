@@ -1,4 +1,6 @@
 # Helpers shared by every rule: config validation, the result set's name, target lists.
+import hashlib
+import json
 import os
 import re
 import sys
@@ -175,8 +177,6 @@ def kernel_code(rule):
     return lambda wildcards: KERNEL_CODE[rule, wildcards.kernel]
 
 
-# the code of ncu's one job for every family it profiles
-NCU_CODE = manifest.digest(job_code("ncu.py", NCU_KERNELS))
 # what a family's library is built from: its folder's CUDA, the shared headers, setup.py
 CUDA_SOURCES = {
     k: manifest.digest(
@@ -240,6 +240,26 @@ def job_config(kernels, extra=()):
 def kernel_job_config(*extra):
     """params of a one-kernel job: its config section and the run's settings."""
     return lambda wildcards: job_config([wildcards.kernel], extra)
+
+
+# what each family's ncu rows depend on: the code ncu's job runs for it, its CUDA sources and its
+# config. The set's one ncu job (one session: its start-up costs seconds of GPU) profiles again
+# only the families whose key changed and keeps the others' rows (kernellab.engine.ncu.kept_rows)
+NCU_KEYS = {
+    k: manifest.digest(job_code("ncu.py", [k]))
+    + hashlib.sha256(
+        json.dumps(
+            [CUDA_SOURCES.get(k, ""), job_config([k], ["ncu"])], sort_keys=True
+        ).encode()
+    ).hexdigest()
+    for k in NCU_KERNELS
+}
+
+
+def ncu_kept(wildcards, output):
+    """Where the ncu job keeps each family's rows with its key, beside the set's other caches.
+    A function of the output, so Snakemake leaves it out of its params trigger."""
+    return str(Path(run_cache(wildcards), "ncu"))
 
 
 def stage(path):

@@ -62,7 +62,8 @@ rule ncu:
         gpu_model=gpu_model,
     params:
         bytecode=bytecode_cache,
-        code=NCU_CODE,
+        family_keys=NCU_KEYS,
+        kept=ncu_kept,
         kernels=NCU_KERNELS,
         config=job_config(NCU_KERNELS, ["ncu"]),
         env=job_env,

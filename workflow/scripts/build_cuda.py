@@ -1,4 +1,5 @@
-from kernellab.workflow import pipeline
+# the names this job runs, not the module: its code stamp follows them only (kernellab.workflow.imports)
+from kernellab.workflow.pipeline import build_cuda, logged
 
-with pipeline.logged(snakemake.log[0], snakemake.params.bytecode):
-    pipeline.build_cuda(snakemake.output.json, snakemake.output.resources, snakemake.params.folder)
+with logged(snakemake.log[0], snakemake.params.bytecode):
+    build_cuda(snakemake.output.json, snakemake.output.resources, snakemake.params.folder)

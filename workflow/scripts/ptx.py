@@ -1,9 +1,10 @@
-from kernellab.workflow import pipeline
+# the names this job runs, not the module: its code stamp follows them only (kernellab.workflow.imports)
+from kernellab.workflow.pipeline import job, ptx
 
-with pipeline.job(
+with job(
     snakemake.log[0],
     gpu=snakemake.resources.get("gpu", 0),
     bytecode=snakemake.params.bytecode,
     **snakemake.params.env,
 ):
-    pipeline.ptx(snakemake.params.config, snakemake.params.kernels, snakemake.input.build, [snakemake.output.index])
+    ptx(snakemake.params.config, snakemake.params.kernels, snakemake.input.build, [snakemake.output.index])
