@@ -20,9 +20,10 @@ import pytest
 from triton.runtime.errors import OutOfResources
 
 from kernellab.engine import registry, runtime
+from kernellab.engine.launch import force_config, recording
 from kernellab.engine.testing import check, run, verdict
 from kernellab.errors import Unavailable
-from kernellab.kit.triton import force_config, is_autotuned, recording
+from kernellab.kit.triton import is_autotuned
 
 REGISTRY = registry.load()  # the families of the default kernel folders
 

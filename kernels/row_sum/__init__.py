@@ -16,12 +16,12 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size
 from kernellab.kit import (
     CompileSpec,
     Family,
     autotune,
     compiled,
+    element_size,
     launch,
     numel,
     randn,

@@ -21,11 +21,11 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size
 from kernellab.kit import (
     CompileSpec,
     Family,
     compiled,
+    element_size,
     numel,
     peers,
     randn,
