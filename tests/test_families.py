@@ -21,9 +21,10 @@ from triton.runtime.errors import OutOfResources
 
 import conftest
 from kernellab.engine import runtime
+from kernellab.engine.launch import force_config, recording
 from kernellab.engine.testing import check, run, verdict
 from kernellab.errors import Unavailable
-from kernellab.kit.triton import force_config, is_autotuned, recording
+from kernellab.kit.triton import is_autotuned
 
 REGISTRY = conftest.REGISTRY  # the default kernel folders, and any that --kernel-dirs names
 

@@ -238,7 +238,7 @@ def test_check_only_shapes_run_untuned(monkeypatch):
     """Benchmarked shapes are tuned; shapes that are only checked run the first config."""
     import contextlib
 
-    from kernellab.kit import triton as kit_triton
+    from kernellab.engine import launch
 
     seen = []
 
@@ -247,7 +247,7 @@ def test_check_only_shapes_run_untuned(monkeypatch):
         seen.append("untuned")
         yield
 
-    monkeypatch.setattr(kit_triton, "untuned", spy)
+    monkeypatch.setattr(launch, "untuned", spy)
     fam = FAM
     plan = kernel_plan(FAM.name, {**PLAN_CFG, "impls": ["torch_fused"]}, "gpu")
     impl = fam.impls["torch_fused"]

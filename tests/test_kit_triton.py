@@ -1,7 +1,8 @@
-"""kernellab.kit.triton: what the project's autotune wrapper keys a tuning on."""
+"""kernellab.kit.triton: what the project's autotune wrapper keys a tuning on and times it with."""
 
 from __future__ import annotations
 
+import pytest
 import triton
 import triton.language as tl
 
@@ -29,3 +30,29 @@ def test_tuning_is_keyed_on_the_flags_no_config_sets():
     flagged = autotune(CONFIGS, key=["n"])(_flagged)
     assert plain.keys == flagged.keys == ["n", "FLAG"]
     assert autotune(CONFIGS, key=["n", "FLAG"])(_flagged).keys == ["n", "FLAG"]
+
+
+def test_autotune_times_each_config_with_the_timer_the_engine_installs(monkeypatch, tmp_path):
+    """The kit imports no engine: loading families installs the benchmark's timer, and an autotuner
+    made before that (a family's module-level kernel) times its configs with it all the same."""
+    from kernellab.engine import cuda_ext, launch, registry
+    from kernellab.kit.hooks import HOOKS
+
+    monkeypatch.setattr(HOOKS, "autotune_timer", None)
+    monkeypatch.setattr(HOOKS, "cuda_ops", None)
+    tuner = autotune(CONFIGS, key=["n"])(_flagged)
+    registry.load([tmp_path])  # a kernel directory without families: only the hooks
+    assert HOOKS.autotune_timer is launch.bench_config and HOOKS.cuda_ops is cuda_ext.ops
+    calls = []
+    monkeypatch.setattr(HOOKS, "autotune_timer", lambda fn, quantiles: calls.append(quantiles) or [1.0])
+    assert tuner.do_bench(lambda: None, quantiles=(0.5,)) == [1.0] and calls == [(0.5,)]
+
+
+def test_a_cuda_op_without_the_engine_says_it_is_unavailable(monkeypatch):
+    from kernellab.errors import Unavailable
+    from kernellab.kit import cuda_op
+    from kernellab.kit.hooks import HOOKS
+
+    monkeypatch.setattr(HOOKS, "cuda_ops", None)
+    with pytest.raises(Unavailable, match="no CUDA extension loaded"):
+        cuda_op("silu", "silu", "vec4")(None)

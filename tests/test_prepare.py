@@ -13,11 +13,10 @@ import pytest
 import torch
 
 from kernellab import kit
-from kernellab.engine import isolate, registry
+from kernellab.engine import isolate, launch, registry
 from kernellab.engine.cases import Case, kernel_plan
 from kernellab.engine.harness import measure_family
 from kernellab.engine.testing import in_fresh_interpreter
-from kernellab.kit import triton as kit_triton
 
 REGISTRY = registry.load()  # the families of the default kernel folders
 
@@ -138,7 +137,7 @@ def test_recording_captures_plain_and_autotuned_launches_and_runs_neither():
     for impl in (plain, tuned):
         inputs = fam.make_inputs((8, 512), "fp32", "cpu", 0)
         out = fam.out_like(*inputs).fill_(math.nan)
-        with kit_triton.recording() as recorded:
+        with launch.recording() as recorded:
             impl.fn(out, *inputs)
         assert recorded, impl.key
         for _fn, configs, args, _ in recorded:
@@ -156,7 +155,7 @@ def test_check_only_shapes_record_only_the_first_config():
     fam, _, tuned = _row_family_with_triton_steps()
     case = Case(fam.name, tuned.key, (8, 512), "fp32")
     every = recorded_launches(fam, tuned, case, "meta")
-    first = recorded_launches(fam, tuned, case, "meta", kit_triton.untuned)
+    first = recorded_launches(fam, tuned, case, "meta", launch.untuned)
     assert len(every[0][1]) > 1 and len(first[0][1]) == 1 and first[0][1][0] is every[0][1][0]
 
 
@@ -164,10 +163,11 @@ _LOWER_THEN_CALL = """
 import json, math, torch
 from torch._dynamo.utils import counters
 from kernellab import kit
+from kernellab.engine.launch import compile_only
 
 x = torch.randn(64)
 out = torch.full_like(x, math.nan)
-kit.compile_only(kit.compiled(lambda x: torch.relu(x) * 2.0), out, x)
+compile_only(kit.compiled(lambda x: torch.relu(x) * 2.0), out, x)
 untouched = bool(out.isnan().all())
 torch._dynamo.reset()
 counters.clear()
@@ -184,7 +184,7 @@ def test_lowering_ahead_fills_the_cache_the_real_call_then_reads(tmp_path):
     got = in_fresh_interpreter(_LOWER_THEN_CALL, {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path),
                                                 "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"})
     assert got == {"untouched": True, "hits": 1, "right": True}
-    assert not kit.compiles_ahead(kit.compiled(torch.relu, mode="max-autotune"))
+    assert not launch.compiles_ahead(kit.compiled(torch.relu, mode="max-autotune"))
 
 
 @pytest.mark.parametrize("name", sorted(n for n, f in REGISTRY.families.items() if "compiled" in f.impls))
@@ -192,7 +192,7 @@ def test_every_familys_compiled_implementation_lowers_ahead(name):
     """``compiled`` (torch.compile's default mode) is lowered while earlier implementations
     are timed; one that cannot be compiles every graph in its GPU turn (dropout's 76 cases
     took 25 s there on the H100, the other families' 3 to 8 s)."""
-    assert kit.compiles_ahead(REGISTRY.family(name).impls["compiled"].fn)
+    assert launch.compiles_ahead(REGISTRY.family(name).impls["compiled"].fn)
 
 
 # ------------------------------------------------------------------ on the GPU

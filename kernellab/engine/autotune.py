@@ -1,11 +1,11 @@
 """Every autotune config of every Triton kernel, timed per shape, and the winner.
 
 On a GPU the table is ``@triton.autotune``'s own: one call of the implementation per
-shape makes Triton time each config it keeps (``kit.triton.bench_config``: L2
+shape makes Triton time each config it keeps (``launch.bench_config``: L2
 cleared before every call), and its choice is written to the run's disk cache
 (``runtime.use_run_cache``), so check, bench, profile and ncu run that same config
 without tuning again. Under the interpreter there is no timer in Triton: each config is
-forced through the implementation's own launcher (``kit.triton.force_config``) and
+forced through the implementation's own launcher (``launch.force_config``) and
 timed by the harness, and the fastest wins.
 """
 
@@ -17,12 +17,12 @@ import math
 import time
 from typing import Iterator
 
-from kernellab.engine import phases, runtime, triton_utils
+from kernellab.engine import launch, phases, runtime, triton_utils
 from kernellab.engine.cases import Case
 from kernellab.engine.registry import Family, Impl
 from kernellab.engine.stats import summarize
 from kernellab.engine.timing import TimingConfig, measure
-from kernellab.kit import triton as kit_triton
+from kernellab.kit.triton import is_autotuned
 
 log = logging.getLogger("kernellab")
 
@@ -55,7 +55,7 @@ def precompile(family: Family, impl: Impl, cases: list[Case], device: str, worke
     shapes). On ``meta`` (``kernellab.engine.prepare``, compiling ahead) inputs are shapes only."""
     t0 = time.perf_counter()
     calls = []
-    for group, mode in ((cases, contextlib.nullcontext), (untuned, kit_triton.untuned)):
+    for group, mode in ((cases, contextlib.nullcontext), (untuned, launch.untuned)):
         for case in group:
             calls += recorded_launches(family, impl, case, device, mode)
     with phases.phase("compile", impl.key):  # the run's timeline
@@ -69,7 +69,7 @@ def recorded_launches(family: Family, impl: Impl, case: Case, device: str, mode=
     params = case.param_dict
     inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
     out = family.out_like(*inputs, **params)
-    with kit_triton.recording() as recorded, mode(), runtime.matmul_precision(case.dtype):
+    with launch.recording() as recorded, mode(), runtime.matmul_precision(case.dtype):
         impl.fn(out, *inputs, **params)
     return list(recorded)
 
@@ -84,7 +84,7 @@ def _tuned_by_triton(kernel, call, case: Case, cfg: TimingConfig, device: str, b
     table = triton_utils.tuning_table(kernel)
     winner = triton_utils.best_config(kernel)
     if not table:  # a single config: nothing to tune
-        table = [(kernel.configs[0], math.nan)] if kit_triton.is_autotuned(kernel) else []
+        table = [(kernel.configs[0], math.nan)] if is_autotuned(kernel) else []
     for config, med_ms in sorted(table, key=lambda ct: (math.isnan(ct[1]), ct[1])):
         label = triton_utils.config_label(config)
         ok = math.isfinite(med_ms)
@@ -105,7 +105,7 @@ def _timed_one_by_one(kernel, call, case: Case, cfg: TimingConfig, device: str, 
     for config in kernel.configs:
         label = triton_utils.config_label(config)
         try:
-            with kit_triton.force_config(kernel, config), runtime.matmul_precision(case.dtype):
+            with launch.force_config(kernel, config), runtime.matmul_precision(case.dtype):
                 timing = measure(call, cfg, device)
             med = summarize(timing.samples_us).median
             rows.append({**base, "config": label, "median_us": med, "status": "ok", "reason": ""})

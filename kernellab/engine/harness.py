@@ -245,8 +245,8 @@ def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], 
                tuned_shapes: frozenset | None = None) -> Iterator[dict]:
     """Check every case with every seed. Autotuned Triton kernels tune only the shapes in
     ``tuned_shapes`` (the benchmarked ones; None: all) and run their first config on the
-    others (``kit.triton.untuned``)."""
-    from kernellab.kit.triton import untuned
+    others (``launch.untuned``)."""
+    from kernellab.engine.launch import untuned
 
     logged: set = set()
     for case in cases:

@@ -47,19 +47,19 @@ def preparation(family: Family, impl: Impl, tuned: list[Case], untuned: list[Cas
 
 def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
     """Import Inductor (seconds per process) and lower every case's graph without running
-    it (``kit.compile_only``); max-autotune times its choices on the GPU, so it only imports.
+    it (``launch.compile_only``); max-autotune times its choices on the GPU, so it only imports.
     A graph whose lowering wants to time something on the GPU (Inductor's benchmarker:
     matmul padding, say) or breaks (Dynamo would run the rest eagerly) is left for the
     worker's turn."""
     import torch
 
-    from kernellab import kit
+    from kernellab.engine.launch import compile_only, compiles_ahead
 
     t0 = time.perf_counter()
     import torch._inductor.compile_fx  # noqa: F401
 
     lowered, left = 0, 0
-    if kit.compiles_ahead(impl.fn):
+    if compiles_ahead(impl.fn):
         with _gpu_left_alone():
             for case in cases:
                 params = case.param_dict
@@ -69,7 +69,7 @@ def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
                 out = family.out_like(*inputs, **params)
                 try:
                     with runtime.matmul_precision(case.dtype):
-                        kit.compile_only(impl.fn, out, *inputs, **params)
+                        compile_only(impl.fn, out, *inputs, **params)
                     lowered += 1
                 except Exception:  # noqa: BLE001 - its turn compiles it and reports what fails
                     left += 1

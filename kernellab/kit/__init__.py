@@ -15,20 +15,30 @@ A family is a folder (``kernels/<name>/`` or one of your own ``kernel_dirs``) wh
   (``<ladder>/<step>.py``); a CUDA step is a file ``<ladder>/<step>.cu`` that registers its
   launcher under its name (``KL_STEP``, kernels/common/steps.h), run by
   ``Family.cuda_step(family, step)`` (default: ``cuda_op(family, family, step)``).
-- Data and counts: ``randn`` (seeded, on the target device), ``numel``, ``elementwise_bytes``.
+- Data and counts: ``randn`` (seeded, on the target device), ``generator``, ``numel``,
+  ``elementwise_bytes``; the dtypes: ``element_size``, ``torch_dtype``, ``triton_type`` and the
+  default ``TOLERANCE`` of each.
 - Adapters: ``returns_new`` (a chain of PyTorch ops), ``compiled`` (``torch.compile``),
-  ``cuda_op`` (an op of the family's CUDA extension).
+  ``cuda_op`` (an op of the family's CUDA extension), ``cuda_ops`` (the extension's ops).
 - Triton: ``autotune`` (``triton.autotune`` with the benchmark's timer), ``launch`` and
-  ``launch_config`` (which run under the interpreter too), ``CompileSpec`` and ``triton_type``
-  (what the PTX/SASS report cross-compiles), and the row-kernel helpers (``row_*``).
+  ``launch_config`` (which run under the interpreter too; ``forced_config``: the config the
+  engine imposes), ``triton_interpreted``, ``CompileSpec`` (what the PTX/SASS report
+  cross-compiles), and the row-kernel helpers (``row_*``).
 - ``peers``: Liger-Kernel's and QuACK's kernels, as implementations beside ours.
+- ``Unavailable``: raise it when a kernel cannot run here (a library not installed), with why.
+
+The kit imports nothing of ours above it: the engine plugs in what a family needs of it at run
+time (``kernellab.kit.hooks``); how the engine runs the kit's launches (forced configs, untuned
+and recorded runs, compiling ahead) is ``kernellab.engine.launch``.
 """
 
-from kernellab.errors import FamilyError, Unavailable
+from kernellab.errors import Unavailable
 from kernellab.kit import peers
-from kernellab.kit.adapters import compile_only, compiled, compiles_ahead, cuda_op, returns_new
+from kernellab.kit.adapters import compiled, cuda_op, returns_new
 from kernellab.kit.data import elementwise_bytes, generator, numel, randn
-from kernellab.kit.family import BACKENDS, IMPL_KINDS, Family, Impl, builds_on, step
+from kernellab.kit.dtypes import TOLERANCE, element_size, torch_dtype
+from kernellab.kit.family import Family, builds_on, step
+from kernellab.kit.hooks import cuda_ops
 from kernellab.kit.rows import (
     LOOP_MIN_COLS,
     ONE_PASS_MAX_COLS,
@@ -45,19 +55,17 @@ from kernellab.kit.rows import (
 from kernellab.kit.triton import (
     CompileSpec,
     autotune,
-    constexpr_args,
     forced_config,
-    is_autotuned,
     launch,
     launch_config,
+    triton_interpreted,
     triton_type,
 )
 
 __all__ = [
-    "BACKENDS", "IMPL_KINDS", "builds_on", "LOOP_MIN_COLS", "ONE_PASS_MAX_COLS", "REGISTER_ROW_COLS", "ROW_STAGES",
-    "CompileSpec", "Family", "FamilyError", "Impl", "Unavailable", "autotune", "chunk_loop_configs",
-    "compile_only", "compiled", "compiles_ahead", "constexpr_args", "cuda_op", "elementwise_bytes",
-    "forced_config", "generator", "is_autotuned", "launch", "launch_config", "numel", "peers",
+    "LOOP_MIN_COLS", "ONE_PASS_MAX_COLS", "REGISTER_ROW_COLS", "ROW_STAGES", "TOLERANCE", "CompileSpec", "Family",
+    "Unavailable", "autotune", "builds_on", "chunk_loop_configs", "compiled", "cuda_op", "cuda_ops", "element_size",
+    "elementwise_bytes", "forced_config", "generator", "launch", "launch_config", "numel", "peers",
     "prune_chunk_configs", "prune_row_tile_configs", "randn", "returns_new", "row_grid", "row_shape",
-    "row_tile_configs", "rows_per_program", "step", "triton_type",
+    "row_tile_configs", "rows_per_program", "step", "torch_dtype", "triton_interpreted", "triton_type",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kernellab.engine import cuda_ext
+from kernellab.kit.hooks import cuda_ops
 
 
 def returns_new(fn: Callable) -> Callable:
@@ -23,8 +23,8 @@ def compiled(fn: Callable, adapt: Callable | None = None, **compile_kwargs) -> C
 
     ``adapt(*inputs, **params) -> (inputs, params)``, where given, runs before each call, outside
     the graph: what ``fn`` cannot trace (seeding the device's generator, say) and the arguments
-    it takes. Lowering ahead (``compile_only``) adapts the same way, so it compiles the graph the
-    call will ask for.
+    it takes. Lowering ahead (the engine's ``compile_only``) adapts the same way, so it compiles
+    the graph the call will ask for.
 
     Static shapes: each shape is compiled for itself, as in a model whose shapes are fixed.
     With the default (automatic dynamic shapes) the worker's second shape would make Dynamo
@@ -52,43 +52,15 @@ def compiled(fn: Callable, adapt: Callable | None = None, **compile_kwargs) -> C
         inputs, params = adapted(inputs, params)
         return build("fn", **compile_kwargs)(*inputs, **params)
 
-    def lower(out, *inputs, **params):
+    def lower(backend, out, *inputs, **params):
+        """Trace the call's graph and hand it to the Dynamo ``backend`` (the engine's compile-only
+        one, ``kernellab.engine.launch.compile_only``)."""
         inputs, params = adapted(inputs, params)
-        build("lower", backend=_lower_only, fullgraph=True)(*inputs, **params)
+        build("lower", backend=backend, fullgraph=True)(*inputs, **params)
 
     if "mode" not in compile_kwargs and "backend" not in compile_kwargs:
         run.lower = lower  # max-autotune times its choices on the GPU while it compiles
     return run
-
-
-def compiles_ahead(fn: Callable) -> bool:
-    """Whether ``fn`` (from ``compiled``) can lower its graphs without running them."""
-    return callable(getattr(fn, "lower", None))
-
-
-def compile_only(fn: Callable, out, *inputs, **params) -> None:
-    """Lower ``fn``'s graph for these inputs with Inductor, into the run's caches, without
-    running it (``kernellab.engine.prepare``); the real call then finds the compiled graph there."""
-    fn.lower(out, *inputs, **params)
-
-
-def _lower_only(gm, example_inputs):
-    """A Dynamo backend: Inductor compiles the graph (and writes its caches) exactly as
-    ``torch.compile``'s default backend would, then the graph is not run: the call returns
-    uninitialised outputs of the traced shapes, and no kernel is launched."""
-    import torch
-    from torch._inductor.compile_fx import compile_fx
-
-    compile_fx(gm, example_inputs)
-    (result,) = next(n for n in gm.graph.nodes if n.op == "output").args
-    vals = [a.meta.get("example_value", a.meta.get("val")) if isinstance(a, torch.fx.Node) else a
-            for a in (result if isinstance(result, (tuple, list)) else (result,))]
-
-    def empty(*args):
-        return tuple(torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
-                     if isinstance(v, torch.Tensor) else v for v in vals)
-
-    return empty
 
 
 def cuda_op(family: str, name: str, step: str) -> Callable:
@@ -96,7 +68,7 @@ def cuda_op(family: str, name: str, step: str) -> Callable:
     binding.cpp defines (the family's own library, built from its folder)."""
 
     def run(out, *inputs, **params):
-        getattr(cuda_ext.ops(family, step=step), name)(*inputs, out, *params.values(), step)
+        getattr(cuda_ops(family, step=step), name)(*inputs, out, *params.values(), step)
         return out
 
     return run

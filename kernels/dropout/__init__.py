@@ -45,13 +45,14 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import TOLERANCE, element_size
 from kernellab.kit import (
+    TOLERANCE,
     CompileSpec,
     Family,
     autotune,
     compiled,
     cuda_op,
+    element_size,
     launch,
     numel,
     randn,

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from kernellab.engine import runtime
+from kernellab.engine.launch import force_config
 from kernellab.engine.testing import empty_like_nan, in_fresh_interpreter, randn_cuda, run
-from kernellab.kit.triton import force_config
 
 from . import FAMILY as fam
 from . import check_determinism, dropout_kernel, threshold_16bit
@@ -41,8 +41,8 @@ def test_deterministic_and_seeded(key):
 _LOWER_THEN_CALL = """
 import json, torch
 from torch._dynamo.utils import counters
-from kernellab import kit
 from kernellab.engine import registry
+from kernellab.engine.launch import compile_only
 from kernellab.engine.testing import empty_like_nan
 REGISTRY = registry.load()  # the families of the default kernel folders
 
@@ -50,7 +50,7 @@ fam = REGISTRY.family("dropout")
 impl, p = fam.impls["compiled"], fam.params["p"][0]
 x, seed = fam.make_inputs((1000,), "fp32", "cpu", 3, p=p)
 out = empty_like_nan(x)
-kit.compile_only(impl.fn, out, x, seed, p=p)
+compile_only(impl.fn, out, x, seed, p=p)
 untouched = bool(out.isnan().all())
 torch._dynamo.reset()
 counters.clear()
@@ -62,7 +62,7 @@ print(json.dumps({"untouched": untouched, "hits": counters["inductor"]["fxgraph_
 
 @pytest.mark.slow  # torch.compile's Inductor, or Snakemake, end to end: CI's second stage
 def test_compiled_lowers_ahead_the_graph_its_seeded_call_reads(tmp_path):
-    """Compiling ahead (``kit.compile_only``) lowers the graph of the seeded call without
+    """Compiling ahead (``launch.compile_only``) lowers the graph of the seeded call without
     running it; the call afterwards (Dynamo reset) finds it in Inductor's cache and its
     output passes the family's contract."""
     got = in_fresh_interpreter(_LOWER_THEN_CALL, {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path),

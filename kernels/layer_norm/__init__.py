@@ -22,13 +22,13 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size
 from kernellab.kit import (
     CompileSpec,
     Family,
     autotune,
     compiled,
     cuda_op,
+    element_size,
     launch,
     numel,
     peers,

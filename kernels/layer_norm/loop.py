@@ -8,8 +8,15 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size
-from kernellab.kit import CompileSpec, autotune, chunk_loop_configs, launch, prune_chunk_configs, row_shape
+from kernellab.kit import (
+    CompileSpec,
+    autotune,
+    chunk_loop_configs,
+    element_size,
+    launch,
+    prune_chunk_configs,
+    row_shape,
+)
 
 from . import DIVISIBLE, EPS, signature
 

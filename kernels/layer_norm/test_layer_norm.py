@@ -41,7 +41,8 @@ def test_row_stride():
 def test_recording_captures_autotuned_launches_without_running():
     """Inside ``recording()`` an autotuned launch is recorded (its JIT function, the configs
     kept for the call, tensors as their dtype), and nothing runs."""
-    from kernellab.kit.triton import kept_configs, recording
+    from kernellab.engine.launch import recording
+    from kernellab.kit.triton import kept_configs
 
     x, w, b = fam.make_inputs((3, 1000), "fp32", DEVICE, 0)
     out = torch.full_like(x, math.nan)

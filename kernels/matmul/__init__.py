@@ -26,8 +26,7 @@ from pathlib import Path
 
 import torch
 
-from kernellab.engine.runtime import element_size
-from kernellab.kit import Family, compiled, cuda_op, randn, returns_new
+from kernellab.kit import Family, compiled, cuda_op, cuda_ops, element_size, randn, returns_new
 
 from .configs import (  # noqa: F401
     FLAVOURS,
@@ -221,9 +220,7 @@ def sgemm_step(family: str, step: str):
 
 def sgemm_autotuned(out, a, b):
     """The ladder's last step: the fastest tile shape for this (M, N, K), picked on first use."""
-    from kernellab.engine import cuda_ext
-
-    ops = cuda_ext.ops("matmul")  # Unavailable without a GPU and the built extension
+    ops = cuda_ops("matmul")  # Unavailable without a GPU and the built extension
     best = sgemm_autotune(ops, out, a, b)
     ops.sgemm(a, b, out, "autotuned" if best < 0 else f"autotuned:{best}")
     return out

@@ -10,8 +10,15 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size, triton_interpreted
-from kernellab.kit import CompileSpec, forced_config, launch, launch_config, triton_type
+from kernellab.kit import (
+    CompileSpec,
+    element_size,
+    forced_config,
+    launch,
+    launch_config,
+    triton_interpreted,
+    triton_type,
+)
 
 from .configs import _TILES, FLAVOURS, GROUP_M, META_DEFAULTS, SKINNY_M, _entry_of, config_kind, uses_tma
 from .triton_matmul import matmul_kernel

@@ -19,9 +19,9 @@ import torch
 import triton
 
 from kernellab.engine import runtime
+from kernellab.engine.launch import force_config
 from kernellab.engine.testing import cuda_rel_err, empty_like_nan, randn_cuda
 from kernellab.errors import Unavailable
-from kernellab.kit.triton import force_config
 
 from .. import matmul as mm
 from . import FAMILY as MATMUL

@@ -168,7 +168,7 @@ def _split_k_fixup(acc, ws_ptr, lock_ptr, tile, split, BLOCK_M: tl.constexpr, BL
 # INPUT_PRECISION is in the key because fp32 and tf32 calls pass the same float32
 # tensors: without it a config tuned for one would be reused for the other. TMA_OK too:
 # the same shape with and without aligned rows runs different code. ``autotune`` is
-# Triton's with the project's shorter per-config benchmark (kit.triton.bench_config).
+# Triton's with the project's shorter per-config benchmark (kernellab.engine.launch.bench_config).
 @autotune(configs=triton_configs(), key=["M", "N", "K", "INPUT_PRECISION", "TMA_OK", "B_KMAJOR"],
           prune_configs_by={"early_config_prune": prune_configs})
 @triton.jit

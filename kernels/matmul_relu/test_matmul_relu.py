@@ -12,8 +12,8 @@ import torch
 import triton
 
 from kernellab.engine import runtime
+from kernellab.engine.launch import force_config
 from kernellab.engine.testing import check, run
-from kernellab.kit.triton import force_config
 
 from . import FAMILY as fam
 from . import matmul as mm  # the family it builds on (kit.builds_on)

@@ -28,17 +28,19 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size, torch_dtype
 from kernellab.kit import (
+    TOLERANCE,
     CompileSpec,
     Family,
     autotune,
     compiled,
     cuda_op,
+    element_size,
     generator,
     launch,
     numel,
     returns_new,
+    torch_dtype,
     triton_type,
 )
 
@@ -58,8 +60,6 @@ def tolerance(shape, dtype) -> float:
     right. An accumulator that stops growing is still caught: one fp32 running sum of
     2^28 ones near 1 sticks at 2^25 (adding 1 rounds away), a relative error of 0.875.
     """
-    from kernellab.engine.runtime import TOLERANCE
-
     return max(TOLERANCE[dtype], math.sqrt(numel(shape)) * 2.0**-24)
 
 

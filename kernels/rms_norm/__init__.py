@@ -19,14 +19,13 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size
 from kernellab.kit import (
     CompileSpec,
     Family,
-    Impl,
     autotune,
     compiled,
     cuda_op,
+    element_size,
     launch,
     numel,
     peers,
@@ -202,11 +201,10 @@ FAMILY = Family(
     description="LayerNorm without centring or bias: one row reduction and a scale.",
 )
 
-FAMILY.add(Impl("torch_naive", returns_new(rms_norm_naive)))
-FAMILY.add(Impl("torch_fused", rms_norm_fused))
-FAMILY.add(Impl("triton", rms_norm_triton,
-                triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs))
-FAMILY.add(Impl("compiled", compiled(rms_norm_naive)))
+FAMILY.add("torch_naive", returns_new(rms_norm_naive))
+FAMILY.add("torch_fused", rms_norm_fused)
+FAMILY.add("triton", rms_norm_triton, triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs)
+FAMILY.add("compiled", compiled(rms_norm_naive))
 # The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton).
-FAMILY.add(Impl("liger", returns_new(rms_norm_liger)))
-FAMILY.add(Impl("quack", returns_new(rms_norm_quack)))
+FAMILY.add("liger", returns_new(rms_norm_liger))
+FAMILY.add("quack", returns_new(rms_norm_quack))

@@ -16,13 +16,12 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size
 from kernellab.kit import (
     CompileSpec,
     Family,
-    Impl,
     autotune,
     compiled,
+    element_size,
     launch,
     numel,
     randn,
@@ -128,9 +127,8 @@ FAMILY = Family(
     description="A reduction along the contiguous dimension: one warp (or several rows) per row.",
 )
 
-FAMILY.add(Impl("torch_naive", returns_new(row_sum_naive)))
-FAMILY.add(Impl("torch_fused", row_sum_fused))
-FAMILY.add(Impl("triton", row_sum_triton,
-                triton_kernels=(row_sum_kernel,), compile_specs=compile_specs))
-FAMILY.add(Impl("compiled", compiled(row_sum_naive)))
+FAMILY.add("torch_naive", returns_new(row_sum_naive))
+FAMILY.add("torch_fused", row_sum_fused)
+FAMILY.add("triton", row_sum_triton, triton_kernels=(row_sum_kernel,), compile_specs=compile_specs)
+FAMILY.add("compiled", compiled(row_sum_naive))
 # The CUDA ladder hopper_rows: one file per step in hopper_rows/, in ladder.yaml's order.

@@ -21,12 +21,11 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.engine.runtime import element_size
 from kernellab.kit import (
     CompileSpec,
     Family,
-    Impl,
     compiled,
+    element_size,
     numel,
     peers,
     randn,
@@ -158,10 +157,10 @@ FAMILY = Family(
     description="Row softmax: reductions inside a row, the online-softmax trick for long rows.",
 )
 
-FAMILY.add(Impl("torch_fused", softmax_fused))
-FAMILY.add(Impl("compiled", compiled(softmax_naive)))
+FAMILY.add("torch_fused", softmax_fused)
+FAMILY.add("compiled", compiled(softmax_naive))
 # The CUDA ladder hopper_rows: one file per step in hopper_rows/, in ladder.yaml's order.
 
 # The Triton ladder softmax: one file per step in softmax/ (the first, naive, is the PyTorch chain).
-FAMILY.add(Impl("liger", returns_new(softmax_liger)))
-FAMILY.add(Impl("quack", returns_new(softmax_quack)))
+FAMILY.add("liger", returns_new(softmax_liger))
+FAMILY.add("quack", returns_new(softmax_quack))
