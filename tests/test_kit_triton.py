@@ -33,8 +33,9 @@ def test_tuning_is_keyed_on_the_flags_no_config_sets():
 
 
 def test_autotune_times_each_config_with_the_timer_the_engine_installs(monkeypatch, tmp_path):
-    """The kit imports no engine: loading families installs the benchmark's timer, and an autotuner
-    made before that (a family's module-level kernel) times its configs with it all the same."""
+    """The kit imports no engine: loading families installs the CUDA ops, the tuning phase the
+    benchmark's timer, and an autotuner made before that (a family's module-level kernel) times its
+    configs with it all the same."""
     from kernellab.engine import cuda_ext, launch, registry
     from kernellab.kit.hooks import HOOKS
 
@@ -42,7 +43,9 @@ def test_autotune_times_each_config_with_the_timer_the_engine_installs(monkeypat
     monkeypatch.setattr(HOOKS, "cuda_ops", None)
     tuner = autotune(CONFIGS, key=["n"])(_flagged)
     registry.load([tmp_path])  # a kernel directory without families: only the hooks
-    assert HOOKS.autotune_timer is launch.bench_config and HOOKS.cuda_ops is cuda_ext.ops
+    assert HOOKS.cuda_ops is cuda_ext.ops and HOOKS.autotune_timer is None
+    launch.time_autotuning()
+    assert HOOKS.autotune_timer is launch.bench_config
     calls = []
     monkeypatch.setattr(HOOKS, "autotune_timer", lambda fn, quantiles: calls.append(quantiles) or [1.0])
     assert tuner.do_bench(lambda: None, quantiles=(0.5,)) == [1.0] and calls == [(0.5,)]

@@ -29,6 +29,7 @@ log = logging.getLogger("kernellab")
 
 def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConfig, device: str,
                   compile_workers: int = 1) -> Iterator[dict]:
+    launch.time_autotuning()
     interpreted = runtime.triton_interpreted()
     tuned = _tuned_by_triton if not interpreted else _timed_one_by_one
     if not interpreted and compile_workers > 1:

@@ -19,10 +19,16 @@ from kernellab.kit.triton import LAUNCHER, Launcher, first_config, is_autotuned,
 
 
 def install() -> None:
-    """Plug the engine into the kit (``registry.load`` does, before a family's code can run)."""
+    """Plug the engine's CUDA ops into the kit (``registry.load`` does, before a family's code can
+    run)."""
     from kernellab.engine import cuda_ext
 
     HOOKS.cuda_ops = cuda_ext.ops
+
+
+def time_autotuning() -> None:
+    """Make ``kit.autotune`` time configs with the benchmark's timer (the tuning phase does, so
+    that only the jobs that tune depend on the timer: a ptx job loads families and tunes nothing)."""
     HOOKS.autotune_timer = bench_config
 
 

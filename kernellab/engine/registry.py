@@ -104,11 +104,12 @@ def load(dirs=None, base: str | os.PathLike | None = None) -> Registry:
     one loads first. A folder this process imported already is Python's module of it, not
     imported again, so loading the same directories twice gives the same families; a family
     of the same name from another folder is an error (one ``kernellab.families.<name>``)."""
-    from kernellab.engine import launch, runtime
+    from kernellab.engine import runtime
+    from kernellab.engine.launch import install
 
     wanted = kernel_dirs(dirs, base)
     runtime.setup()  # before Triton is imported: interpreter on machines without a GPU
-    launch.install()  # the engine's CUDA ops and autotune timer, for the families' kit calls
+    install()  # the engine's CUDA ops, for the families' kit calls
     folders = family_folders(wanted)
     reg = Registry(tuple(wanted))
     loading: list[str] = []

@@ -2,7 +2,8 @@
 
 The kit depends on nothing of ours above it (issue 46): where a family's code needs the engine
 at run time (the CUDA extension's ops, the benchmark's timer for ``autotune``), it calls a hook
-that the engine installs when it loads families (``kernellab.engine.launch.install``). How
+that the engine installs: the ops when it loads families (``kernellab.engine.launch.install``),
+the timer when it tunes (``launch.time_autotuning``). How
 ``launch`` runs a kernel is set around a call instead (``kernellab.kit.triton.LAUNCHER``).
 """
 
