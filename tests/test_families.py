@@ -345,3 +345,21 @@ def test_gpu_cuda_impls(name, dtype):
         pytest.skip(f"{name} has no CUDA implementation for {dtype}")
     _cuda_ops_or_skip()
     _check_on_gpu(fam, keys, dtype)
+
+
+BACKWARD_GPU = [(name, dtype) for name, fam in FAMILIES.items() if cpu_impls(fam, backward=True) for dtype in fam.dtypes]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,dtype", BACKWARD_GPU, ids=[f"{n}-{d}" for n, d in BACKWARD_GPU])
+def test_gpu_backward_impls(name, dtype):
+    """Every backward (autograd's, torch.compile's, Triton's) on the GPU at a GPU-sized shape and an
+    odd one, each output against autograd's float64 gradient."""
+    from kernellab.engine.cases import Case
+    from kernellab.engine.harness import run_case_check
+
+    fam = FAMILIES[name]
+    for key, impl in cpu_impls(fam, backward=True):
+        for shape in ((4096, 2048), (37, 1001)):
+            row = run_case_check(fam, impl, Case(name, key, shape, dtype, ()), 0, "cuda")
+            assert row["status"] == "ok", f"{key} {shape}: {row['reason']}"
