@@ -347,7 +347,8 @@ def test_gpu_cuda_impls(name, dtype):
     _check_on_gpu(fam, keys, dtype)
 
 
-BACKWARD_GPU = [(name, dtype) for name, fam in FAMILIES.items() if cpu_impls(fam, backward=True) for dtype in fam.dtypes]
+BACKWARD_GPU = [(name, dtype) for name, fam in FAMILIES.items() if cpu_impls(fam, backward=True)
+                for dtype in fam.dtypes]
 
 
 @pytest.mark.gpu
