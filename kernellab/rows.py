@@ -54,13 +54,17 @@ class Column:
     required: bool
     enum: tuple[str, ...] = ()
     description: str = ""
+    given: object = None  # the schema's default, where it names one
 
     @property
     def default(self):
-        return DEFAULTS[self.type]
+        return DEFAULTS[self.type] if self.given is None else self.given
 
     def parse(self, cell):
         """A cell as its typed value: str, float (NaN when empty) or bool (None when empty)."""
+        if self.given is not None and (cell is None or (isinstance(cell, float) and math.isnan(cell))
+                                       or str(cell).strip() == ""):
+            return self.given  # an older set without the column
         if self.type == "string":
             return str(cell or "")
         if self.type == "boolean":
@@ -82,7 +86,8 @@ def columns() -> tuple[Column, ...]:
     schema = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
     required = set(schema.get("required") or ())
     return tuple(
-        Column(name, spec["type"], name in required, tuple(spec.get("enum") or ()), spec.get("description", ""))
+        Column(name, spec["type"], name in required, tuple(spec.get("enum") or ()), spec.get("description", ""),
+               spec.get("default"))
         for name, spec in schema["properties"].items()
     )
 

@@ -77,8 +77,10 @@ def dtypes_of(fam, impl) -> list[str]:
     return [d for d in fam.dtypes if impl.supports(d)]
 
 
-def cpu_impls(fam):
-    return [(key, impl) for key, impl in fam.impls.items() if impl.backend in CPU_BACKENDS]
+def cpu_impls(fam, backward: bool = False):
+    """The implementations that run here, of the forward (or of the backward passes)."""
+    return [(key, impl) for key, impl in fam.impls.items()
+            if impl.backend in CPU_BACKENDS and impl.backward == backward]
 
 
 # --------------------------------------------------------------------- correctness
@@ -106,6 +108,31 @@ def test_matches_reference(name, key, shape, dtype, params):
     check(fam, got, inputs, out, shape, dtype, **params)
     if impl.backend == "triton":
         assert got.data_ptr() == out.data_ptr(), f"{key} must write into out"
+
+
+def _backward_cases():
+    """Every backward implementation that runs here, against autograd's float64 gradients through
+    the family's reference: each output (dx, dw, ...) checked on its own. torch.compile on the
+    first shape only."""
+    cases = []
+    for name, fam in FAMILIES.items():
+        for key, impl in cpu_impls(fam, backward=True):
+            for dtype in dtypes_of(fam, impl):
+                for i, shape in enumerate(awkward_shapes(fam)):
+                    if impl.backend == "compile" and i:
+                        continue
+                    cases.append(pytest.param(name, key, shape, dtype, id=f"{name}-{key}-{shape_id(shape)}-{dtype}"))
+    return cases
+
+
+@pytest.mark.parametrize("name,key,shape,dtype", _backward_cases())
+def test_backward_matches_autograd_reference(name, key, shape, dtype):
+    from kernellab.engine.cases import Case
+    from kernellab.engine.harness import run_case_check
+
+    fam = FAMILIES[name]
+    row = run_case_check(fam, fam.impls[key], Case(name, key, shape, dtype, ()), 0, DEVICE)
+    assert row["status"] == "ok", row["reason"]
 
 
 def _autotuned_cases():
@@ -320,3 +347,22 @@ def test_gpu_cuda_impls(name, dtype):
         pytest.skip(f"{name} has no CUDA implementation for {dtype}")
     _cuda_ops_or_skip()
     _check_on_gpu(fam, keys, dtype)
+
+
+BACKWARD_GPU = [(name, dtype) for name, fam in FAMILIES.items() if cpu_impls(fam, backward=True)
+                for dtype in fam.dtypes]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,dtype", BACKWARD_GPU, ids=[f"{n}-{d}" for n, d in BACKWARD_GPU])
+def test_gpu_backward_impls(name, dtype):
+    """Every backward (autograd's, torch.compile's, Triton's) on the GPU at a GPU-sized shape and an
+    odd one, each output against autograd's float64 gradient."""
+    from kernellab.engine.cases import Case
+    from kernellab.engine.harness import run_case_check
+
+    fam = FAMILIES[name]
+    for key, impl in cpu_impls(fam, backward=True):
+        for shape in ((4096, 2048), (37, 1001)):
+            row = run_case_check(fam, impl, Case(name, key, shape, dtype, ()), 0, "cuda")
+            assert row["status"] == "ok", f"{key} {shape}: {row['reason']}"

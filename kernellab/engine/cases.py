@@ -90,6 +90,8 @@ class KernelPlan:
     impl_dtypes: dict[str, list[str]] = field(default_factory=dict)  # impl kind or key -> its only dtypes
     ladder_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # ladder -> its shape
     ncu_cases: list[NcuCase] = field(default_factory=list)
+    passes: list[str] | None = None  # None: every pass the family defines
+    pass_shapes: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # pass -> its shapes
 
     def ladder_shape(self, ladder: str) -> tuple[int, ...] | None:
         """The shape a ladder is read at (KERNEL_LOG, ncu): its own, else the profile shape."""
@@ -101,7 +103,12 @@ class KernelPlan:
         return default_dtype([d for d in self.dtypes if all(s.supports(d) for s in steps)] or self.dtypes)
 
     def impl_keys(self, family: Family) -> list[str]:
-        return list(family.impls) if self.impls is None else list(self.impls)
+        """The implementations to run: the configured ones (every one by default), of the
+        configured passes (every pass the family defines by default)."""
+        keys = list(family.impls) if self.impls is None else list(self.impls)
+        if self.passes is None:
+            return keys
+        return [k for k in keys if k not in family.impls or family.impls[k].pass_ in self.passes]
 
     def param_grid(self, family: Family) -> list[dict]:
         grid = {**family.params, **self.params}
@@ -111,7 +118,9 @@ class KernelPlan:
         return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
 
     def cases(self, family: Family, impl: Impl, for_check: bool = False) -> list[Case]:
-        own = self.impl_shapes.get(impl.key, self.impl_shapes.get(impl.impl))
+        own = self.impl_shapes.get(impl.key, self.impl_shapes.get(impl.impl) if not impl.backward else None)
+        if own is None:
+            own = self.pass_shapes.get(impl.pass_)
         shapes = list(own) if own is not None else list(self.shapes)
         if for_check:
             shapes += [s for s in self.check_shapes if s not in shapes]
@@ -155,6 +164,9 @@ def kernel_plan(name: str, kcfg: dict, target: str) -> KernelPlan:
         ladder_shapes={k: parse_shape(v) for k, v in
                        (kcfg.get("cpu_ladder_shapes" if cpu else "ladder_shapes") or {}).items()},
         ncu_cases=ncu_cases,
+        passes=list(kcfg["passes"]) if kcfg.get("passes") is not None else None,
+        pass_shapes={k: [parse_shape(v) for v in vals] for k, vals in
+                     (kcfg.get("cpu_pass_shapes" if cpu else "pass_shapes") or {}).items()},
     )
 
 

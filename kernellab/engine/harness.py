@@ -20,7 +20,7 @@ import math
 import time
 from typing import Iterator
 
-from kernellab.engine import isolate, phases, runtime
+from kernellab.engine import backward, isolate, phases, runtime
 from kernellab.engine.cases import Case, KernelPlan, shape_str
 from kernellab.engine.progress import ImplWork, Progress
 from kernellab.engine.registry import Family, Impl
@@ -28,7 +28,7 @@ from kernellab.engine.timing import TimingConfig, measure
 from kernellab.errors import BuildError, Unavailable
 
 log = logging.getLogger("kernellab")
-CHECK_COLUMNS = ["kernel", "impl", "impl_key", "step", "backend", "shape", "dtype", "params", "seed",
+CHECK_COLUMNS = ["kernel", "impl", "impl_key", "pass", "step", "backend", "shape", "dtype", "params", "seed",
                  "status", "reason", "rel_err", "max_abs", "tol"]
 
 
@@ -45,10 +45,15 @@ def memory_estimate(family: Family, case: Case, check: bool) -> int:
     """Bytes a case needs: its inputs and output, plus float64 copies when checking."""
     from kernellab.engine.runtime import element_size
 
-    moved = family.bytes_moved(case.shape, case.dtype, **case.param_dict)
+    moved = family.case_bytes(_pass_of(family, case), case.shape, case.dtype, **case.param_dict)
     if not check:
         return int(moved * 1.1)
     return int(moved * (1 + 8 / element_size(case.dtype)) * 1.2)
+
+
+def _pass_of(family: Family, case: Case) -> str:
+    impl = family.impls.get(case.impl_key)
+    return impl.pass_ if impl is not None else "forward"
 
 
 def memory_available(device: str) -> int:
@@ -138,9 +143,10 @@ def _base(family: Family, impl: Impl, case: Case) -> dict:
     params = case.param_dict
     return {
         **case.labels(),
-        "bytes": int(family.bytes_moved(case.shape, case.dtype, **params)),
-        "flops": int(family.flops(case.shape, case.dtype, **params)),
+        "bytes": family.case_bytes(impl.pass_, case.shape, case.dtype, **params),
+        "flops": family.case_flops(impl.pass_, case.shape, case.dtype, **params),
         "impl": impl.impl,
+        "pass": impl.pass_,
         "step": impl.step,
         "backend": impl.backend,
         "ladder": impl.ladder_name,
@@ -216,6 +222,8 @@ def _defined_at(fn, folder) -> str:
 def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: str) -> dict:
     import torch
 
+    if impl.backward:  # several outputs, each against autograd's float64 gradient
+        return backward.run_check(family, impl, case, seed, device, check_against_reference, _contract_error(case))
     params = case.param_dict
     inputs = family.make_inputs(case.shape, case.dtype, device, seed, **params)
     out = family.out_like(*inputs, **params)
@@ -226,8 +234,7 @@ def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: st
     runtime.synchronize()
     broken = out_contract(family, impl, result, out)
     if broken:
-        return {"status": "error", "reason": broken, "rel_err": math.nan, "max_abs": math.nan,
-                "tol": runtime.TOLERANCE.get(case.dtype, math.nan)}
+        return _contract_error(case)(broken)
     if family.validate is not None:
         verdict = family.validate(result, inputs, dtype=case.dtype, **params)
         return {"status": "ok" if verdict["ok"] else "failed", "reason": verdict.get("reason", ""),
@@ -239,6 +246,14 @@ def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: st
         floor = float(family.error_floor(*inputs64, **params)) if family.error_floor is not None else 0.0
     tol = family.tolerance(case.shape, case.dtype) if family.tolerance is not None else None
     return check_against_reference(result, ref, case.dtype, tol, floor)
+
+
+def _contract_error(case: Case):
+    def row(reason: str) -> dict:
+        return {"status": "error", "reason": reason, "rel_err": math.nan, "max_abs": math.nan,
+                "tol": runtime.TOLERANCE.get(case.dtype, math.nan)}
+
+    return row
 
 
 def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], device: str,
@@ -278,14 +293,18 @@ def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], 
 # ------------------------------------------------------------------ bench
 def run_case_bench(family: Family, impl: Impl, case: Case, cfg: TimingConfig, device: str) -> tuple[dict, list]:
     params = case.param_dict
-    inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
-    out = family.out_like(*inputs, **params)
+    reset = None
+    if impl.backward:  # its saved state made here, outside the timed call
+        call, reset = backward.bench_call(family, impl, case, device)
+    else:
+        inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
+        out = family.out_like(*inputs, **params)
 
-    def call():
-        return impl.fn(out, *inputs, **params)
+        def call():
+            return impl.fn(out, *inputs, **params)
 
     with runtime.matmul_precision(case.dtype):
-        timing = measure(call, cfg, device)
+        timing = measure(call, cfg, device, before_sample=reset)
     rec = timing.record()
     rec["reason"] = "; ".join(x for x in (timing.note, timing.graph_note) if x)
     return rec, timing.samples_us

@@ -122,10 +122,15 @@ class Flusher:
 
 
 # ------------------------------------------------------------------ measuring
-def measure(fn: Callable[[], object], cfg: TimingConfig, device: str) -> Timing:
+def measure(fn: Callable[[], object], cfg: TimingConfig, device: str,
+            before_sample: Callable[[], None] | None = None) -> Timing:
+    """``before_sample``: run before each sample, outside its timing (a backward's gradient reset,
+    do_bench's ``grad_to_none``), beside the L2 flush."""
     if cfg.mode not in ("cold", "warm"):
         raise ValueError(f"timing mode must be 'cold' or 'warm', not {cfg.mode!r}")
     flush = Flusher(device) if cfg.mode == "cold" else None
+    if before_sample is not None:
+        flush = _both(before_sample, flush)
     _warmup(fn, cfg, device)
     if device == "cuda":
         timing = _measure_cuda(fn, cfg, flush)
@@ -133,6 +138,15 @@ def measure(fn: Callable[[], object], cfg: TimingConfig, device: str) -> Timing:
             timing.graph_samples_us, timing.graph_note = _measure_graph(fn, cfg, flush)
         return timing
     return _measure_cpu(fn, cfg, flush)
+
+
+def _both(first: Callable[[], None], flush):
+    def run():
+        first()
+        if flush is not None:
+            flush()
+
+    return run
 
 
 def _warmup(fn, cfg: TimingConfig, device: str) -> None:

@@ -31,6 +31,12 @@ IMPL_KINDS = tuple(BACKEND_OF)
 BACKENDS = tuple(dict.fromkeys(BACKEND_OF.values()))
 STEP_TEXTS = ("idea", "prediction", "finding", "expect_speedup", "expect_pct_of_peak")
 STEP_MARK = "__kernellab_step__"
+# the passes a case can time: the forward, the backward alone (its forward, which makes the saved
+# state, runs outside the timed region), or both as one call
+PASSES = ("forward", "backward", "forward+backward")
+BACKWARD_PASSES = PASSES[1:]
+# what an implementation key of a pass ends with: keys stay unique within a family across passes
+PASS_SUFFIX = {"forward": "", "backward": ".bwd", "forward+backward": ".fwdbwd"}
 
 # set by the loader (kernellab.engine.registry.load) while it imports family folders: family
 # name -> that family's package, loaded first
@@ -61,6 +67,10 @@ class Impl:
     triton_kernels: tuple[Any, ...] = ()  # autotuned Triton kernels it launches (tuned by the measure rule)
     compile_specs: Callable[[str], list] | None = None  # dtype -> [CompileSpec] (ptx rule)
     cuda_kernels: tuple[str, ...] = ()  # CUDA kernel (symbol) names it launches
+    pass_: str = "forward"  # one of PASSES
+    # backward passes: (*inputs, **params) -> the saved state fn is handed (x's statistics, an
+    # autograd graph), made by a forward outside the timed region of a backward case; None: no state
+    save: Callable[..., Any] | None = None
 
     # derived: the family's name, the step's ladder.yaml texts and order, the step's source file
     def __post_init__(self):
@@ -110,8 +120,13 @@ class Impl:
 
     @property
     def key(self) -> str:
-        """Unique id inside the family: ``impl`` or ``impl@step``."""
-        return f"{self.impl}@{self.step}" if self.step else self.impl
+        """Unique id inside the family: ``impl`` or ``impl@step``, and for a backward pass
+        ``.bwd`` (``.fwdbwd`` for forward+backward) after it."""
+        return (f"{self.impl}@{self.step}" if self.step else self.impl) + PASS_SUFFIX.get(self.pass_, "")
+
+    @property
+    def backward(self) -> bool:
+        return self.pass_ != "forward"
 
     @property
     def ladder_name(self) -> str:
@@ -123,19 +138,22 @@ class Impl:
 
 def step(ladder: str = "", *, impl: str = "triton", name: str = "", dtypes: tuple[str, ...] | None = None,
          triton_kernels: tuple[Any, ...] = (), compile_specs: Callable[[str], list] | None = None,
-         cuda_kernels: tuple[str, ...] = ()):
+         cuda_kernels: tuple[str, ...] = (), pass_: str = "forward", save: Callable[..., Any] | None = None):
     """Declare the decorated function a ladder step of the family whose folder holds it: its name
     is the step's (or ``name``), its ladder the folder the file is in (or ``ladder``), its texts and
     place on the ladder its ladder.yaml entry. The loader finds the mark; the function is unchanged.
 
         @step(triton_kernels=(wide_tuned,), compile_specs=wide_specs)
         def wide(out, x, w): ...
+
+    A backward step (``pass_="backward"``) is ``fn(out, dy, saved, *inputs, **params)``, as
+    ``Family.add_backward`` describes; ``save`` makes its saved state.
     """
 
     def mark(fn: Callable) -> Callable:
         setattr(fn, STEP_MARK, Impl(impl, fn, step=name or fn.__name__, ladder=ladder, dtypes=dtypes,
                                     triton_kernels=tuple(triton_kernels), compile_specs=compile_specs,
-                                    cuda_kernels=tuple(cuda_kernels)))
+                                    cuda_kernels=tuple(cuda_kernels), pass_=pass_, save=save))
         return fn
 
     return mark
@@ -170,6 +188,17 @@ class Family:
     # cuda_op(family, family, step), the op named after the family, taking (*inputs, out, *params, step)
     cuda_step: Callable[[str, str], Callable] | None = None
     cuda_dtypes: tuple[str, ...] | None = None  # the dtypes its CUDA steps take; None: the family's
+    # the backward, declared once: the name of each input's gradient, in the inputs' order (None for
+    # an input with none), e.g. ("dx", "dw", "db"). The float64 reference gradients are autograd's
+    # through ``reference``, with a seeded upstream gradient; () : forward cases only
+    grads: tuple[str | None, ...] = ()
+    # (shape, dtype, **params) -> bytes and FLOPs of the backward alone (forward+backward adds the
+    # forward's); None: the bytes and FLOPs of the forward again
+    backward_bytes: Callable[..., int] | None = None
+    backward_flops: Callable[..., int] | None = None
+    # (*inputs64, dy64, **params) -> {gradient name: the least norm its error is relative to}: for
+    # gradients whose terms cancel to near zero where the terms are not (a normalization's dx)
+    backward_error_floor: Callable[..., dict] | None = None
 
     def __post_init__(self):
         # derived, not fields: the name is the folder's (set by the loader), the implementations
@@ -207,12 +236,65 @@ class Family:
         if impl.compile_specs is not None and not callable(impl.compile_specs):
             raise FamilyError(f"{where}: compile_specs must be a function (dtype -> [CompileSpec]) or None, "
                               f"got {impl.compile_specs!r}")
+        if impl.pass_ not in PASSES:
+            raise FamilyError(f"{where}: unknown pass {impl.pass_!r}; known: {', '.join(PASSES)}")
+        if impl.backward and not self.grad_names():
+            raise FamilyError(f"{where} is a backward, but the family declares no gradients: give "
+                              f"Family(grads=(...)), the name of each input's gradient, e.g. ('dx', 'dw')")
+        if impl.save is not None and not callable(impl.save):
+            raise FamilyError(f"{where}: save must be a function (*inputs, **params) -> saved state, got {impl.save!r}")
         if impl.fn is not None:  # (out, *inputs, **params); None only in tests of the registry itself
             if not callable(impl.fn):
                 raise FamilyError(f"{where} is not a function")
-            check_positional(self.name, f"implementation {impl.key!r}", impl.fn, 2)
+            check_positional(self.name, f"implementation {impl.key!r}", impl.fn, 3 if impl.backward else 2,
+                             "(out, dy, saved, *inputs, **params)" if impl.backward else "(out, *inputs, **params)")
         self.impls[impl.key] = impl.derive(kernel=self.name)
         return impl
+
+    def add_backward(self, impl: str, fn: Callable, save: Callable | None = None,
+                     passes: tuple[str, ...] = BACKWARD_PASSES, **options) -> list[Impl]:
+        """Add a backward implementation of kind ``impl``: ``fn(out, dy, saved, *inputs, **params)``
+        returns the gradients named by ``Family.grads`` (a tuple, in that order), filling the tensors
+        of ``out`` (one empty tensor like each input that has a gradient, NaN-filled by the harness)
+        where it can. ``dy`` is the upstream gradient; ``saved`` is what ``save(*inputs, **params)``
+        returned (a forward's statistics, an autograd graph), made outside the timed region of a
+        backward case and inside the one call a forward+backward case times. ``passes``: which of
+        backward and forward+backward it runs (one implementation each)."""
+        if not isinstance(passes, (tuple, list)) or not passes or set(passes) - set(BACKWARD_PASSES):
+            raise FamilyError(f"family {self.name or '(unnamed)'!r}: backward implementation {impl!r}: passes must be "
+                              f"a tuple of {', '.join(BACKWARD_PASSES)}, got {passes!r}")
+        return [self.add(Impl(impl, fn, pass_=p, save=save, **options)) for p in passes]
+
+    def add_autograd(self, impl: str, forward: Callable, compile: bool = False, **options) -> list[Impl]:
+        """Add the backward autograd makes of ``forward(*inputs, **params)`` (PyTorch ops, or
+        PyTorch's own op), of kind ``impl``; ``compile``: of ``torch.compile(forward)``."""
+        from kernellab.kit.grads import autograd_backward
+
+        save, fn = autograd_backward(forward, tuple(self.grads), compile=compile)
+        return self.add_backward(impl, fn, save=save, **options)
+
+    def passes(self) -> tuple[str, ...]:
+        """The passes this family defines: forward, and those of its backward implementations."""
+        have = {i.pass_ for i in self.impls.values()} | {"forward"}
+        return tuple(p for p in PASSES if p in have)
+
+    def grad_names(self) -> tuple[str, ...]:
+        return tuple(g for g in self.grads if g)
+
+    def case_bytes(self, pass_: str, shape, dtype: str, **params) -> int:
+        """The byte model of one pass: the forward's, the backward's own, or both together."""
+        fwd = int(self.bytes_moved(shape, dtype, **params))
+        if pass_ == "forward":
+            return fwd
+        bwd = int((self.backward_bytes or self.bytes_moved)(shape, dtype, **params))
+        return bwd if pass_ == "backward" else fwd + bwd
+
+    def case_flops(self, pass_: str, shape, dtype: str, **params) -> int:
+        fwd = int(self.flops(shape, dtype, **params))
+        if pass_ == "forward":
+            return fwd
+        bwd = int((self.backward_flops or self.flops)(shape, dtype, **params))
+        return bwd if pass_ == "backward" else fwd + bwd
 
     def remove(self, key: str) -> None:
         """Used by tests that register deliberately broken implementations."""
@@ -238,7 +320,8 @@ FAMILY_FUNCTIONS = {
     "out_like": "(*inputs, **params) -> the empty output an implementation writes into, e.g. "
                 "lambda x: torch.empty_like(x)",
 }
-OPTIONAL_FUNCTIONS = ("validate", "tolerance", "error_floor", "cuda_step")
+OPTIONAL_FUNCTIONS = ("validate", "tolerance", "error_floor", "cuda_step", "backward_bytes", "backward_flops",
+                      "backward_error_floor")
 
 
 def check_family(family: Family, dtypes: tuple[str, ...]) -> None:
@@ -271,6 +354,11 @@ def check_family(family: Family, dtypes: tuple[str, ...]) -> None:
             or any(not isinstance(r, int) or r < 1 for r in family.shape_rank)):
         problems.append(f"shape_rank must be a tuple of accepted numbers of dimensions, e.g. (2,), "
                         f"got {family.shape_rank!r}")
+    if (not isinstance(family.grads, (tuple, list))
+            or any(g is not None and (not isinstance(g, str) or not g.isidentifier()) for g in family.grads)
+            or len(family.grad_names()) != len(set(family.grad_names()))):
+        problems.append(f"grads must be a tuple naming each input's gradient (None for an input without one), "
+                        f"e.g. ('dx', 'dw'), got {family.grads!r}")
     if problems:
         raise FamilyError(f"family {name!r}: " + "; ".join(problems))
     check_arity(name, "make_inputs", family.make_inputs, 4)  # (shape, dtype, device, seed)
@@ -291,7 +379,8 @@ def check_arity(owner: str, what: str, fn: Callable, positional: int) -> None:
                           f"argument(s): {exc}") from None
 
 
-def check_positional(owner: str, what: str, fn: Callable, least: int) -> None:
+def check_positional(owner: str, what: str, fn: Callable, least: int,
+                     form: str = "(out, *inputs, **params)") -> None:
     """``fn`` must take at least ``least`` positional arguments (``out`` and the inputs)."""
     try:
         params = inspect.signature(fn).parameters.values()
@@ -301,4 +390,4 @@ def check_positional(owner: str, what: str, fn: Callable, least: int) -> None:
     positional = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
     if inspect.Parameter.VAR_POSITIONAL not in kinds and positional < least:
         raise FamilyError(f"family {owner!r}: {what} takes {positional} positional argument(s); it must take "
-                          f"(out, *inputs, **params)")
+                          f"{form}")

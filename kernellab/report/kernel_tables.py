@@ -13,9 +13,16 @@ from kernellab.report.model import (
     value,
 )
 from kernellab.report.tables import Column, Table, field_column, table_of
+from kernellab.rows import columns as row_columns
 
 
-def _case_columns(res: Results, metric: str) -> list[Column]:
+def _pass_rank(r) -> int:
+    order = next(c.enum for c in row_columns() if c.name == "pass")  # the schema's: forward first
+    p = r.get("pass") or "forward"
+    return order.index(p) if p in order else len(order)
+
+
+def _case_columns(res: Results, metric: str, passes: bool = False) -> list[Column]:
     def spread(r):
         if math.isfinite(r["p20_us"]) and math.isfinite(r["p80_us"]):
             return f"{fmt.us(r['p20_us'])}–{fmt.us(r['p80_us'])}"
@@ -24,6 +31,7 @@ def _case_columns(res: Results, metric: str) -> list[Column]:
     return [
         Column("mark", "text", lambda r: flag_of(r)[1]),
         field_column("impl_key"),
+        *([Column("pass", "text", lambda r: r.get("pass") or "forward")] if passes else []),
         field_column("dtype"),
         field_column("shape"),
         field_column("params"),
@@ -51,6 +59,7 @@ def cases_table(res: Results, kernel: str, metric: str) -> Table:
     rows = [r for r in res.summary if r["kernel"] == kernel]
     rows.sort(
         key=lambda r: (
+            _pass_rank(r),
             r["dtype"],
             r["params"],
             r["mode"],
@@ -58,7 +67,9 @@ def cases_table(res: Results, kernel: str, metric: str) -> Table:
             r["impl_key"],
         )
     )
-    return table_of(_case_columns(res, metric), rows, flag=lambda r: flag_of(r)[0])
+    # the pass column where the kernel has a backward case (a forward-only set renders as before)
+    passes = any(_pass_rank(r) for r in rows)
+    return table_of(_case_columns(res, metric, passes), rows, flag=lambda r: flag_of(r)[0])
 
 
 def correctness_table(res: Results, kernel: str) -> tuple[Table, str]:

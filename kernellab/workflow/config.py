@@ -223,6 +223,10 @@ def check(config: dict, families: dict) -> None:
             if extra:
                 raise ConfigError(f"{where}.impl_dtypes.{key}: {', '.join(map(repr, extra))} not among the "
                                   f"kernel's dtypes ({', '.join(kcfg.get('dtypes', []))})")
+        for p in kcfg.get("passes") or []:
+            if p not in fam.passes():
+                raise ConfigError(f"{where}.passes: {name} has no {p} pass (no implementation of it); "
+                                  f"its passes: {', '.join(fam.passes())}")
         for key in kcfg.get("impls") or []:
             if key not in fam.impls:
                 raise ConfigError(f"{where}.impls: unknown implementation {key!r} of {name}; "
@@ -253,6 +257,9 @@ def _check_shapes(where: str, name: str, fam, kcfg: dict) -> None:
         for key, vals in (kcfg.get(field) or {}).items():
             if key not in fam.impls and key not in {i.impl for i in fam.impls.values()}:
                 raise ConfigError(f"{where}.{field}: {name} has no implementation {key!r}")
+            lists[f"{field}.{key}"] = vals
+    for field in ("pass_shapes", "cpu_pass_shapes"):
+        for key, vals in (kcfg.get(field) or {}).items():
             lists[f"{field}.{key}"] = vals
     for field, values in lists.items():
         seen: dict = {}

@@ -218,6 +218,28 @@ def bytes_moved(shape, dtype, **_):
     return (2 * numel(shape) + 2 * shape[-1]) * element_size(dtype)
 
 
+def backward_error_floor(x, w, b, dy):
+    """dx = rstd * (w dy - mean(w dy) - xhat mean(w dy xhat)) cancels to near zero where a row
+    hardly spreads, and dw sums terms of either sign: their errors are relative to the norms of
+    the terms, not of what is left. With one column x - mean is 0 in float64 but a rounding of x
+    in the dtype, which rstd = 1/sqrt(eps) amplifies: dw's terms are measured on x, not x - mean."""
+    rstd = torch.rsqrt(x.var(dim=-1, unbiased=False, keepdim=True) + EPS)
+    return {"dx": float(torch.linalg.vector_norm(rstd * w * dy)),
+            "dw": float(torch.linalg.vector_norm((dy * x * rstd).abs().sum(0)))}
+
+
+def backward_bytes(shape, dtype, **_):
+    """The backward's own: x, dy and w read, dx, dw and db written (the dw/db partials of a
+    two-stage reduction are extra traffic, not in the model), and the fp32 mean and rstd of
+    each row read."""
+    return (3 * numel(shape) + 3 * shape[-1]) * element_size(dtype) + 8 * shape[0]
+
+
+def layer_norm_op(x, w, b):
+    """PyTorch's layer norm (its autograd is the fused backward)."""
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, EPS)
+
+
 FAMILY = Family(
     title="LayerNorm over the last dimension",
     bound="memory",
@@ -230,6 +252,10 @@ FAMILY = Family(
     shape_rank=(2,),
     cuda_step=layer_norm_cuda,
     description="Row statistics and an affine map: reductions inside a row, like softmax.",
+    grads=("dx", "dw", "db"),
+    backward_bytes=backward_bytes,
+    backward_error_floor=backward_error_floor,
+    backward_flops=lambda shape, dtype, **_: 12 * numel(shape),
 )
 
 FAMILY.add("torch_naive", returns_new(layer_norm_naive))
@@ -238,5 +264,9 @@ FAMILY.add("triton", layer_norm_triton, triton_kernels=(layer_norm_tuned,), comp
 FAMILY.add("compiled", compiled(layer_norm_naive))
 FAMILY.add("liger", returns_new(layer_norm_liger))
 FAMILY.add("quack", returns_new(layer_norm_quack))
+# the backward: autograd through the naive forward, through PyTorch's op, through torch.compile's
+FAMILY.add_autograd("torch_naive", layer_norm_naive)
+FAMILY.add_autograd("torch_fused", layer_norm_op)
+FAMILY.add_autograd("compiled", layer_norm_naive, compile=True)
 # The ladders: one file per step, hopper_rows/<step>.cu (CUDA, run by cuda_step) and triton_loop/<step>.py (Triton,
-# the kernels they share in loop.py); their order and texts in ladder.yaml.
+# the kernels they share in loop.py); the backward's, triton_bwd/<step>.py; their order and texts in ladder.yaml.

@@ -187,6 +187,26 @@ def bytes_moved(shape, dtype, **_):
     return (2 * numel(shape) + shape[-1]) * element_size(dtype)
 
 
+def backward_error_floor(x, w, dy):
+    """dx = rstd * (w dy - mean(w dy) ... - xhat mean(w dy xhat)) cancels to near zero where a row
+    hardly spreads (one column: xhat is 0 or +-1), and dw sums terms of either sign: their errors
+    are relative to the norms of the terms, not of what is left."""
+    rstd = torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + EPS)
+    xhat = x * rstd
+    return {"dx": float(torch.linalg.vector_norm(rstd * w * dy)),
+            "dw": float(torch.linalg.vector_norm((dy * xhat).abs().sum(0)))}
+
+
+def backward_bytes(shape, dtype, **_):
+    """The backward's own: x, dy and w read, dx and dw written, the fp32 rstd of each row read."""
+    return (3 * numel(shape) + 2 * shape[-1]) * element_size(dtype) + 4 * shape[0]
+
+
+def rms_norm_op(x, w):
+    """PyTorch's RMSNorm (its autograd is the fused backward)."""
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, EPS)
+
+
 FAMILY = Family(
     title="RMSNorm over the last dimension",
     bound="memory",
@@ -199,6 +219,10 @@ FAMILY = Family(
     shape_rank=(2,),
     cuda_step=rms_norm_cuda,
     description="LayerNorm without centring or bias: one row reduction and a scale.",
+    grads=("dx", "dw"),
+    backward_bytes=backward_bytes,
+    backward_error_floor=backward_error_floor,
+    backward_flops=lambda shape, dtype, **_: 8 * numel(shape),
 )
 
 FAMILY.add("torch_naive", returns_new(rms_norm_naive))
@@ -208,3 +232,7 @@ FAMILY.add("compiled", compiled(rms_norm_naive))
 # The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton).
 FAMILY.add("liger", returns_new(rms_norm_liger))
 FAMILY.add("quack", returns_new(rms_norm_quack))
+# the backward: autograd through the naive forward, through PyTorch's op, through torch.compile's
+FAMILY.add_autograd("torch_naive", rms_norm_naive)
+FAMILY.add_autograd("torch_fused", rms_norm_op)
+FAMILY.add_autograd("compiled", rms_norm_naive, compile=True)

@@ -1,0 +1,93 @@
+"""Layer norm's backward ladder, step partials: dx per row, dw and db as per-program partial sums
+of the rows each program owns, then a second kernel summing the partials over the programs."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernellab.kit import launch, step
+
+EPS = 1e-5
+
+
+@triton.jit
+def layer_norm_bwd_dx_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_part_ptr, db_part_ptr,
+                             n_rows, n_cols, stride, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_COLS: tl.constexpr):
+    """Rows [pid * ROWS_PER_PROGRAM, ...) of dx = rstd (w dy - mean(w dy) - xhat mean(w dy xhat)),
+    and the program's partial sums of dw = sum dy xhat and db = sum dy, one fp32 row each."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_COLS)
+    col_ok = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+    dw = tl.zeros((BLOCK_COLS,), dtype=tl.float32)
+    db = tl.zeros((BLOCK_COLS,), dtype=tl.float32)
+    for i in range(ROWS_PER_PROGRAM):
+        row = pid * ROWS_PER_PROGRAM + i
+        row_ok = row < n_rows
+        mask = col_ok & row_ok
+        base = row.to(tl.int64) * stride
+        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+        mean = tl.load(mean_ptr + row, mask=row_ok, other=0.0)
+        rstd = tl.load(rstd_ptr + row, mask=row_ok, other=0.0)
+        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+        wdy = w * dy
+        c1 = tl.sum(xhat * wdy, axis=0) / n_cols
+        c2 = tl.sum(wdy, axis=0) / n_cols
+        dx = (wdy - (xhat * c1 + c2)) * rstd
+        tl.store(dx_ptr + base + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += dy * xhat
+        db += dy
+    tl.store(dw_part_ptr + pid * n_cols + cols, dw, mask=col_ok)
+    tl.store(db_part_ptr + pid * n_cols + cols, db, mask=col_ok)
+
+
+@triton.jit
+def sum_partials_kernel(part_ptr, out_ptr, n_parts, n_cols, BLOCK_PARTS: tl.constexpr, BLOCK_N: tl.constexpr):
+    """out[c] = sum over the programs' partial rows of part[:, c], for BLOCK_N columns per program."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < n_cols
+    acc = tl.zeros((BLOCK_PARTS, BLOCK_N), dtype=tl.float32)
+    for start in range(0, n_parts, BLOCK_PARTS):
+        parts = start + tl.arange(0, BLOCK_PARTS)
+        mask = (parts < n_parts)[:, None] & col_ok[None, :]
+        acc += tl.load(part_ptr + parts[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_ok)
+
+
+def statistics(x, w, b):
+    """The saved state a forward leaves for the backward: each row's fp32 mean and rstd."""
+    x32 = x.float()
+    mean = x32.mean(dim=-1)
+    rstd = torch.rsqrt(x32.var(dim=-1, unbiased=False) + EPS)
+    return mean.contiguous(), rstd.contiguous()
+
+
+def _programs(rows: int, device) -> int:
+    """Programs of the first kernel: a few per SM on a GPU (each writes one partial row of dw and
+    db, so fewer programs mean less second-stage traffic), a handful under the interpreter."""
+    if device.type == "cuda":
+        return max(1, min(rows, 4 * torch.cuda.get_device_properties(device).multi_processor_count))
+    return max(1, min(rows, 4))
+
+
+@step(ladder="triton_bwd", pass_="backward", save=statistics)
+def partials(out, dy, saved, x, w, b):
+    dx, dw, db = out
+    mean, rstd = saved
+    rows, cols = x.shape
+    block = triton.next_power_of_2(cols)
+    programs = _programs(rows, x.device)
+    per_program = triton.cdiv(rows, programs)
+    dw_part = torch.empty((programs, cols), dtype=torch.float32, device=x.device)
+    db_part = torch.empty_like(dw_part)
+    warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
+    launch(layer_norm_bwd_dx_kernel, (programs,), x, dy, w, mean, rstd, dx, dw_part, db_part, rows, cols,
+           x.stride(0), ROWS_PER_PROGRAM=per_program, BLOCK_COLS=block, num_warps=warps)
+    block_n = 64
+    for part, grad in ((dw_part, dw), (db_part, db)):
+        launch(sum_partials_kernel, (triton.cdiv(cols, block_n),), part, grad, programs, cols,
+               BLOCK_PARTS=32, BLOCK_N=block_n)
+    return dx, dw, db
