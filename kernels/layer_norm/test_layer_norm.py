@@ -33,7 +33,7 @@ def test_row_stride():
     """A view with a row stride larger than its width (the last column cut off)."""
     x, w, b = fam.make_inputs((5, 40), "fp32", DEVICE, 3)
     x, w, b = x[:, :33], w[:33].contiguous(), b[:33].contiguous()
-    for key in (k for k, i in fam.impls.items() if i.backend == "triton"):
+    for key in (k for k, i in fam.impls.items() if i.backend == "triton" and i.pass_ == "forward"):
         out = fam.out_like(x, w, b).fill_(math.nan)
         check(fam, fam.impls[key].fn(out, x, w, b), (x, w, b), out, (5, 33), "fp32")
 
