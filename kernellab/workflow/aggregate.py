@@ -202,16 +202,30 @@ def versions() -> dict:
     }
 
 
-def container(root: Path = Path("/")) -> dict | None:
+def project_version(project: Path) -> str | None:
+    """The project's version: pyproject.toml's ``version`` (None without one), the one place it is
+    written; the checkout is what a container runs (its image holds no project code)."""
+    import tomllib
+
+    try:
+        return tomllib.loads((project / "pyproject.toml").read_text())["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return None
+
+
+def container(root: Path = Path("/"), project: Path | None = None) -> dict | None:
     """The container this process runs in, or None outside one: ``engine`` from the runtime's mark
     (Apptainer's variables, podman's ``/run/.containerenv``, Docker's ``/.dockerenv``) and ``image``
-    from ``KERNELLAB_IMAGE``, which the Dockerfile sets to the name its build command gives the
-    image (``kernel-lab:<version>`` or ``kernel-lab:<version>-cpu``); ``sif``: Apptainer's image file."""
+    from ``KERNELLAB_FLAVOUR``, which the Dockerfile sets: the name its build command gives the image,
+    ``kernel-lab:<version>`` or ``kernel-lab:<version>-cpu``, with the version of ``project`` (the
+    checkout, by default this one); ``sif``: Apptainer's image file."""
     sif = os.environ.get("APPTAINER_CONTAINER") or os.environ.get("SINGULARITY_CONTAINER")
     engine = ("apptainer" if sif else "podman" if (root / "run" / ".containerenv").exists()
               else "docker" if (root / ".dockerenv").exists() else None)
-    image = os.environ.get("KERNELLAB_IMAGE") or None
-    if engine is None and image is None:
+    flavour = os.environ.get("KERNELLAB_FLAVOUR")
+    version = project_version(project or Path(__file__).resolve().parents[2]) if flavour else None
+    image = f"kernel-lab:{version}{'' if flavour == 'gpu' else '-' + flavour}" if version else None
+    if engine is None and flavour is None:
         return None
     out = {"engine": engine or "unknown", "image": image}
     if sif:
@@ -242,7 +256,7 @@ def environment(survey: dict, config: dict, root: Path, run_id: str, command: st
         "wall_s": _seconds_since(survey.get("timestamp"), end),
         "clocks_at_start": survey.get("clocks_before"),
         "platform": platform.platform(),
-        "container": container(),
+        "container": container(project=root),
     }
 
 
