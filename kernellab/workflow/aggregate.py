@@ -306,6 +306,13 @@ def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------ the aggregate rule
+def skipped(config: dict, reg) -> dict[str, str]:
+    """``{family: why}`` of the config's families that did not load in ``reg`` (a Registry of the
+    run's kernel folders): environment.json's ``skipped_families``, which the report and the run's
+    closing summary name."""
+    return {k: reg.errors[k] for k in sorted(config["kernels"]) if k in reg.errors}
+
+
 def build_summary(build_jsons: list[str]) -> dict:
     """The families' CUDA builds as environment.json's one ``cuda_build`` record: ok when every
     family with CUDA built, else the first other status, with each family's reason (once when
@@ -329,13 +336,16 @@ def run(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str]
     environment.json (the families this run does not measure pruned from the set first)."""
     from kernellab.engine.cases import plans
     from kernellab.workflow.assemble import prune_stage
-    from kernellab.workflow.pipeline import ROOT, families, target_of
+    from kernellab.workflow.pipeline import ROOT, registry_of, target_of
 
     prune_stage(Path(out_summary).parent, config["kernels"])
     survey = read_json(survey_json)
     env = environment(survey, config, ROOT, run_id=_run_id(survey, config), command=command)
     env["cuda_build"] = build_summary(build_json)
-    fams = families(config)
+    reg = registry_of(config)
+    # a family that did not load: its jobs wrote no row (pipeline.loaded); the set says why
+    env["skipped_families"] = skipped(config, reg)
+    fams = {k: reg.families[k] for k in config["kernels"] if k in reg.families}
     bounds = {k: f.bound for k, f in fams.items()}
     bench = _read_csvs(bench_csvs)
     check_df = _read_csvs(check_csvs)
@@ -348,7 +358,8 @@ def run(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str]
     entries = []
     for p in ptx_indexes:
         entries += read_json(p)
-    write_json(out_ladders, ladders(fams, plans(config, target_of(config)), entries))
+    write_json(out_ladders, ladders(fams, plans({**config, "kernels": {k: config["kernels"][k] for k in fams}},
+                                               target_of(config)), entries))
     env["cases"] = int(len(summary))
     env["cases_ok"] = int(((summary["status"] == "ok") & (summary["check_status"] == "ok")).sum())
     env["target"] = target_of(config)
