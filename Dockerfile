@@ -18,7 +18,6 @@
 # the pins, and the cpu stage's torch against envs/requirements.txt.
 ARG FLAVOUR=gpu
 ARG TRITON_VERSION=3.6.0
-ARG KERNELLAB_VERSION=0.1.0
 
 # ---------------------------------------------------------------------------------------------- gpu
 # Base image: the official PyTorch image, CUDA *devel* flavour (nvcc, cuobjdump, CUDA headers for the
@@ -31,15 +30,15 @@ FROM pytorch/pytorch:2.11.0-cuda13.0-cudnn9-devel AS base-gpu
 # Versions of what the base image brings (checked at build time, in the shared stage below).
 ARG TORCH_VERSION=2.11.0
 ARG CUDA_VERSION=13.0
-ARG KERNELLAB_VERSION
 
 LABEL org.opencontainers.image.base.name="docker.io/pytorch/pytorch:2.11.0-cuda13.0-cudnn9-devel" \
       io.kernellab.flavour="gpu" \
       io.kernellab.torch.version="${TORCH_VERSION}" \
       io.kernellab.cuda.version="${CUDA_VERSION}" \
       io.kernellab.nsight-compute.package="cuda-nsight-compute-13-0"
-# KERNELLAB_IMAGE: the name the build command above gives this image (environment.json records it).
-ENV KERNELLAB_IMAGE="kernel-lab:${KERNELLAB_VERSION}" \
+# KERNELLAB_FLAVOUR: environment.json names the image kernel-lab:<version>[-cpu], the name the build
+# command above gives it; <version> is the project's (pyproject.toml), which no line here repeats.
+ENV KERNELLAB_FLAVOUR="gpu" \
     KERNELLAB_TORCH_VERSION="${TORCH_VERSION}" \
     KERNELLAB_CUDA_VERSION="${CUDA_VERSION}"
 
@@ -70,14 +69,13 @@ RUN ncu_bin="$(command -v ncu || find /usr/local/cuda-13.0 /usr/local/cuda /opt/
 FROM debian:bookworm AS base-cpu
 
 ARG TORCH_VERSION=2.13.0
-ARG KERNELLAB_VERSION
 # PyTorch's CPU wheel index, unless the build's pip settings name an extra index of their own
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 
 LABEL org.opencontainers.image.base.name="docker.io/library/debian:bookworm" \
       io.kernellab.flavour="cpu" \
       io.kernellab.torch.version="${TORCH_VERSION}"
-ENV KERNELLAB_IMAGE="kernel-lab:${KERNELLAB_VERSION}-cpu" \
+ENV KERNELLAB_FLAVOUR="cpu" \
     KERNELLAB_TORCH_VERSION="${TORCH_VERSION}" \
     KERNELLAB_CUDA_VERSION="" \
     PATH="/opt/venv/bin:${PATH}"
@@ -104,11 +102,9 @@ FROM base-${FLAVOUR}
 
 ARG FLAVOUR
 ARG TRITON_VERSION
-ARG KERNELLAB_VERSION
 
 LABEL org.opencontainers.image.title="kernel-lab" \
       org.opencontainers.image.description="Kernel lab: benchmark, check, profile and report GPU kernels (Snakemake + PyTorch + Triton + CUDA)" \
-      org.opencontainers.image.version="${KERNELLAB_VERSION}" \
       org.opencontainers.image.source="https://github.com/kernel-lab/kernel-lab" \
       org.opencontainers.image.licenses="MIT" \
       io.kernellab.triton.version="${TRITON_VERSION}"

@@ -74,9 +74,9 @@ onerror:
 onsuccess:
     from kernellab.workflow.run_summary import finish
 
-    # after publishing: a case that failed or raised, or a family skipped at load, ends the run
-    # with exit status 1 (Snakemake's CLI lets SystemExit through, its locks released)
-    errors = registry.load(RUN_CONFIG["kernel_dirs"]).errors
-    status = finish(RUN_CONFIG["results"], SETS, errors)
+    # after publishing: a case that failed or raised, or a family skipped at load (each set's
+    # environment.json lists those), ends the run with exit status 1 (Snakemake's CLI lets
+    # SystemExit through, its locks released)
+    status = finish(RUN_CONFIG["results"], SETS)
     if status:
         sys.exit(status)

@@ -223,14 +223,14 @@ def test_readme_container_section_is_what_ci_runs():
 def test_environment_names_the_container_from_its_marks(tmp_path, monkeypatch):
     from kernellab.workflow.aggregate import container
 
-    for var in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER", "KERNELLAB_IMAGE"):
+    for var in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER", "KERNELLAB_FLAVOUR"):
         monkeypatch.delenv(var, raising=False)
     assert container(tmp_path) is None  # no mark, no image: not in a container
     (tmp_path / ".dockerenv").touch()
     assert container(tmp_path) == {"engine": "docker", "image": None}  # a container, not one of ours
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / ".containerenv").touch()
-    monkeypatch.setenv("KERNELLAB_IMAGE", CPU_IMAGE)
+    monkeypatch.setenv("KERNELLAB_FLAVOUR", "cpu")  # the Dockerfile's; the version is the checkout's
     assert container(tmp_path) == {"engine": "podman", "image": CPU_IMAGE}
     monkeypatch.setenv("APPTAINER_CONTAINER", f"/work/{SIF}")
     assert container(tmp_path) == {"engine": "apptainer", "image": CPU_IMAGE, "sif": f"/work/{SIF}"}

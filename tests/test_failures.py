@@ -6,7 +6,9 @@ as it happens and to the closing summary, whose exit status says whether anythin
 
 from __future__ import annotations
 
+import html
 import io
+import json
 import logging
 import shutil
 import textwrap
@@ -21,7 +23,9 @@ from kernellab.engine import registry
 from kernellab.engine.cases import Case
 from kernellab.engine.harness import Progress, check_impl, where_raised
 from kernellab.engine.testing import in_fresh_interpreter
-from kernellab.workflow import aggregate, assemble
+from kernellab.report.fmt import md_escape
+from kernellab.workflow import aggregate, assemble, pipeline
+from kernellab.workflow.config import validate_schema
 from kernellab.workflow.run_summary import closing, finish
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,10 +40,12 @@ def _config() -> dict:
     return {**config, "target": "cpu"}
 
 
-def _set(tmp: Path, edit) -> Path:
+def _set(tmp: Path, edit, config: dict | None = None) -> Path:
     """A staging set made of the reference CPU set's job tables, each family's tables changed
     by ``edit(kernel, kind, frame)`` (None: the job wrote no row at all), aggregated and
-    rendered as the aggregate and report rules do."""
+    rendered as the aggregate and report rules do. The other families of ``config`` (default
+    ``_config()``) have the tables their measure job writes."""
+    config = config or _config()
     stage = tmp / ".staging" / "cpu-x86_64"
     (stage / "bench").mkdir(parents=True)
     (stage / "check").mkdir()
@@ -52,9 +58,13 @@ def _set(tmp: Path, edit) -> Path:
                 path.write_text("\n")  # what write_csv gives for no rows and no columns
             else:
                 df.to_csv(path, index=False)
-    aggregate.run(_config(), None, str(stage / "survey.json"),
-                  [str(stage / "bench" / f"{k}.csv") for k in KERNELS],
-                  [str(stage / "check" / f"{k}.csv") for k in KERNELS], [], [],
+    for kernel in sorted(set(config["kernels"]) - set(KERNELS)):
+        pipeline.measure(config, kernel, None, *(str(stage / kind / f"{kernel}.{ext}") for kind, ext in
+                                                 (("check", "csv"), ("bench", "csv"), ("bench", "samples.json.gz"),
+                                                  ("bench", "autotune.csv"))))
+    aggregate.run(config, None, str(stage / "survey.json"),
+                  [str(stage / "bench" / f"{k}.csv") for k in config["kernels"]],
+                  [str(stage / "check" / f"{k}.csv") for k in config["kernels"]], [], [],
                   str(stage / "summary.csv"), str(stage / "ladders.json"), str(stage / "environment.json"),
                   command="snakemake --cores 1")
     assemble.report(str(stage), [], [])
@@ -112,6 +122,38 @@ def test_a_family_without_rows_and_a_dtype_without_rows(tmp_path):
     assert "bf16" not in set(summary[summary["kernel"] == "matmul"]["dtype"])
     assert "Kernel: matmul" in (stage / "report.html").read_text()
     assert closing(stage.parent, ["cpu-x86_64"])[1]  # nothing failed: no row is not a failure
+
+
+def test_a_family_that_did_not_load_is_named_in_the_published_set(tmp_path):
+    """A family with a syntax error beside good ones (issue 41 item 8): its measure job writes no
+    row rather than failing, so the set is published, and the set says the family was skipped, with
+    its file:line: environment.json, report.md, report.html and the run's closing summary."""
+    mine = tmp_path / "my-kernels" / "mine"
+    mine.mkdir(parents=True)
+    (mine / "__init__.py").write_text("from kernellab.kit import Family\n\n\ndef reference(x)\n    return x\n")
+    config = _config()
+    config.update(kernel_dirs=[str(ROOT / "kernels"), str(mine.parent)],
+                  kernels={**config["kernels"], "mine": {"dtypes": ["fp32"], "shapes": [4099]}})
+    validate_schema(config)  # the defaults a run's config has
+    stage = _set(tmp_path, lambda kernel, kind, df: df, config)
+    where = f"{mine / '__init__.py'}:4"
+    env = json.loads((stage / "environment.json").read_text())
+    assert set(env["skipped_families"]) == {"mine"} and where in env["skipped_families"]["mine"], env
+    assert "SyntaxError" in env["skipped_families"]["mine"]
+    summary = pd.read_csv(stage / "summary.csv", keep_default_na=False)
+    assert set(summary["kernel"]) == set(KERNELS)
+    md = (stage / "report.md").read_text()
+    failures = md.split("## Failures", 1)[1].split("\n## ", 1)[0]
+    assert "Families skipped at load" in failures and f"| mine | ⚠ {md_escape(where)}" in failures, failures
+    page = html.unescape((stage / "report.html").read_text())
+    assert "Families skipped at load" in page and where in page and "Failures (1)" in page
+    text, clean = closing(stage.parent, ["cpu-x86_64"])
+    assert not clean and f"family 'mine' skipped: it did not load: {where}" in text
+    # a set without one says nothing of it
+    plain = _set(tmp_path / "plain", lambda kernel, kind, df: df)
+    assert json.loads((plain / "environment.json").read_text())["skipped_families"] == {}
+    assert "skipped at load" not in (plain / "report.md").read_text()
+    assert closing(plain.parent, ["cpu-x86_64"])[1]
 
 
 # ------------------------------------------------------------------ a family's fields, at load

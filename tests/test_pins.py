@@ -274,7 +274,7 @@ def test_dockerfile_base_image_matches_its_labels():
         assert f"{major}.{minor}" == m["cuda"] and version.startswith(f"{m['cuda']}."), (pkg, docker["tag"])
     for flavour in ("gpu", "cpu"):
         labels = docker["flavours"][flavour]["labels"]
-        for key in ("title", "version", "source", "licenses", "description"):
+        for key in ("title", "source", "licenses", "description"):
             assert labels.get(f"org.opencontainers.image.{key}"), f"{flavour}: label org.opencontainers.image.{key}"
 
 
@@ -325,16 +325,36 @@ def test_dockerfile_installs_requirements_without_torch():
     assert text.count("USER ") == 1 and text.count("WORKDIR ") == 1
 
 
-def test_image_version_and_container_name_agree():
-    """pyproject's version = the images' version label = the version in the names the images give
-    themselves (KERNELLAB_IMAGE, recorded in environment.json) = the version of the config's default
-    container, a local SIF file: no registry holds the image, and the default must not name one."""
+def test_the_image_is_named_by_the_projects_version_alone(tmp_path, monkeypatch):
+    """environment.json's container.image, the name the README's and CI's build commands give each
+    flavour and the config's default container (a local SIF file: no registry holds the image, and the
+    default must not name one) all carry pyproject's version; the Dockerfile names none (a version of
+    its own went stale beside pyproject's). A project of another version names its image so."""
+    from kernellab.workflow.aggregate import container
+
     version = read_toml(ROOT / "pyproject.toml")["project"]["version"]
     docker = read_dockerfile(ROOT / "Dockerfile")
+    assert "KERNELLAB_VERSION" not in (ROOT / "Dockerfile").read_text()
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "pyproject.toml").write_text('[project]\nname = "kernellab"\nversion = "9.8.7"\n')
+    (tmp_path / ".dockerenv").touch()
+    for var in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER", "KERNELLAB_FLAVOUR"):
+        monkeypatch.delenv(var, raising=False)
     for flavour, suffix in (("gpu", ""), ("cpu", "-cpu")):
-        view = docker["flavours"][flavour]
-        assert view["labels"]["org.opencontainers.image.version"] == version
-        assert view["env"]["KERNELLAB_IMAGE"] == f"kernel-lab:{version}{suffix}", view["env"]
+        env = docker["flavours"][flavour]["env"]
+        assert not any(version in value for value in env.values()), env
+        monkeypatch.setenv("KERNELLAB_FLAVOUR", env["KERNELLAB_FLAVOUR"])
+        name = container(tmp_path, project=ROOT)["image"]
+        assert name == f"kernel-lab:{version}{suffix}"
+        assert container(tmp_path, project=other)["image"] == f"kernel-lab:9.8.7{suffix}"
+        # the name the user builds and CI builds is the one recorded
+        flag = "--build-arg FLAVOUR=cpu " if flavour == "cpu" else ""
+        assert re.search(rf"docker build {flag}-t {re.escape(name)} \.(\s|$)", readme), name
+        assert re.search(rf"tags: {re.escape(name)}$", ci, re.M), name
+    assert set(re.findall(r"kernel-lab[:-](\d+(?:\.\d+)*)", readme)) == {version}
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     default = schema["properties"]["container"]["default"]
     assert default == f"kernel-lab-{version}.sif", default

@@ -22,7 +22,7 @@ from kernellab.report.model import (
     kernel_metric,
     metric_label,
 )
-from kernellab.report.outcomes import absences_table, failures_table
+from kernellab.report.outcomes import absences_table, failures_table, skipped_table
 from kernellab.report.overview import environment_table, hardware_table, method
 from kernellab.report.summary import geomean_table, ours_vs_field, summary_table
 from kernellab.report.tables import Table, kv_table
@@ -116,6 +116,7 @@ def build(res: Results, others: list[Results], workers: int = 1) -> View:
         method=method(res),
         failures=failures_table(res),
         absences=absences_table(res),
+        skipped=skipped_table(res),
         summary=summary_table(res, metrics),
         geomean=geomean_table(res),
         ours=field[0],

@@ -1,4 +1,5 @@
-"""Cases that did not measure: real failures apart from expected absences."""
+"""Cases that did not measure: real failures apart from expected absences, and the families that did
+not load (no case of theirs in the set)."""
 
 from __future__ import annotations
 
@@ -38,4 +39,13 @@ def failures_table(res: Results) -> Table:
         which = [f"{r['dtype']} {r['shape']}{(' ' + r['params']) if r['params'] else ''}" for r in rows]
         shown = ", ".join(which[:6]) + (f", … (+{len(which) - 6})" if len(which) > 6 else "")
         t.add([kernel, key, f"⚠ {status}", str(len(rows)), shown, reason or fmt.NA], "bad")
+    return t
+
+
+def skipped_table(res: Results) -> Table:
+    """The families skipped at load (environment.json's ``skipped_families``), each with why: the
+    set holds no row of theirs."""
+    t = Table(["family", "why it did not load"])
+    for family, why in sorted((res.environment.get("skipped_families") or {}).items()):
+        t.add([family, f"⚠ {why}"], "bad")
     return t

@@ -122,6 +122,7 @@ class View:
     method: list[str]
     failures: Table
     absences: Table
+    skipped: Table  # the families that did not load
     summary: Table
     geomean: Table
     ours: Table  # per kernel and case: the shapes where one of the field beat our fastest kernel

@@ -209,16 +209,30 @@ def versions() -> dict:
     }
 
 
-def container(root: Path = Path("/")) -> dict | None:
+def project_version(project: Path) -> str | None:
+    """The project's version: pyproject.toml's ``version`` (None without one), the one place it is
+    written; the checkout is what a container runs (its image holds no project code)."""
+    import tomllib
+
+    try:
+        return tomllib.loads((project / "pyproject.toml").read_text())["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return None
+
+
+def container(root: Path = Path("/"), project: Path | None = None) -> dict | None:
     """The container this process runs in, or None outside one: ``engine`` from the runtime's mark
     (Apptainer's variables, podman's ``/run/.containerenv``, Docker's ``/.dockerenv``) and ``image``
-    from ``KERNELLAB_IMAGE``, which the Dockerfile sets to the name its build command gives the
-    image (``kernel-lab:<version>`` or ``kernel-lab:<version>-cpu``); ``sif``: Apptainer's image file."""
+    from ``KERNELLAB_FLAVOUR``, which the Dockerfile sets: the name its build command gives the image,
+    ``kernel-lab:<version>`` or ``kernel-lab:<version>-cpu``, with the version of ``project`` (the
+    checkout, by default this one); ``sif``: Apptainer's image file."""
     sif = os.environ.get("APPTAINER_CONTAINER") or os.environ.get("SINGULARITY_CONTAINER")
     engine = ("apptainer" if sif else "podman" if (root / "run" / ".containerenv").exists()
               else "docker" if (root / ".dockerenv").exists() else None)
-    image = os.environ.get("KERNELLAB_IMAGE") or None
-    if engine is None and image is None:
+    flavour = os.environ.get("KERNELLAB_FLAVOUR")
+    version = project_version(project or Path(__file__).resolve().parents[2]) if flavour else None
+    image = f"kernel-lab:{version}{'' if flavour == 'gpu' else '-' + flavour}" if version else None
+    if engine is None and flavour is None:
         return None
     out = {"engine": engine or "unknown", "image": image}
     if sif:
@@ -249,7 +263,7 @@ def environment(survey: dict, config: dict, root: Path, run_id: str, command: st
         "wall_s": _seconds_since(survey.get("timestamp"), end),
         "clocks_at_start": survey.get("clocks_before"),
         "platform": platform.platform(),
-        "container": container(),
+        "container": container(project=root),
     }
 
 
@@ -299,6 +313,13 @@ def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
 
 
 # ------------------------------------------------------------------ the aggregate rule
+def skipped(config: dict, reg) -> dict[str, str]:
+    """``{family: why}`` of the config's families that did not load in ``reg`` (a Registry of the
+    run's kernel folders): environment.json's ``skipped_families``, which the report and the run's
+    closing summary name."""
+    return {k: reg.errors[k] for k in sorted(config["kernels"]) if k in reg.errors}
+
+
 def build_summary(build_jsons: list[str]) -> dict:
     """The families' CUDA builds as environment.json's one ``cuda_build`` record: ok when every
     family with CUDA built, else the first other status, with each family's reason (once when
@@ -328,7 +349,10 @@ def run(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str]
     survey = read_json(survey_json)
     env = environment(survey, config, ROOT, run_id=_run_id(survey, config), command=command)
     env["cuda_build"] = build_summary(build_json)
-    fams = registry_of(config).families
+    reg = registry_of(config)
+    # a family that did not load: its jobs wrote no row (pipeline.loaded); the set says why
+    env["skipped_families"] = skipped(config, reg)
+    fams = {k: reg.families[k] for k in config["kernels"] if k in reg.families}
     bounds = {k: f.bound for k, f in fams.items()}
     bench = _read_csvs(bench_csvs)
     check_df = _read_csvs(check_csvs)
@@ -341,7 +365,8 @@ def run(config: dict, stage: str | None, survey_json: str, bench_csvs: list[str]
     entries = []
     for p in ptx_indexes:
         entries += read_json(p)
-    write_json(out_ladders, ladders(fams, plans(config, target_of(config)), entries))
+    write_json(out_ladders, ladders(fams, plans({**config, "kernels": {k: config["kernels"][k] for k in fams}},
+                                               target_of(config)), entries))
     env["cases"] = int(len(summary))
     env["cases_ok"] = int(((summary["status"] == "ok") & (summary["check_status"] == "ok")).sum())
     env["target"] = target_of(config)

@@ -172,6 +172,15 @@ def registry_of(config: dict):
     return registry.load(config.get("kernel_dirs"))
 
 
+def loaded(reg, kernels: list[str]) -> list[str]:
+    """Those of ``kernels`` that loaded in ``reg``. A job leaves each other's tables empty, with
+    why in its log: the set is published without it, and says so (aggregate.skipped)."""
+    for kernel in kernels:
+        if kernel in reg.errors:
+            log.warning("kernel family %r skipped: %s", kernel, reg.errors[kernel])
+    return [k for k in kernels if k not in reg.errors]
+
+
 def _plan(config: dict, kernel: str):
     from kernellab.engine.cases import kernel_plan
 
@@ -281,7 +290,7 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
-    fam = registry_of(config).family(kernel)
+    reg = registry_of(config)
     cfg = TimingConfig.from_config(config.get("timing"))
     at = config.get("autotune") or {}
     # the harness's timer tunes under the interpreter only (on a GPU Triton times the configs)
@@ -290,12 +299,13 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
     # compiling the configs before tuning is CPU work, spread over the cores this job may use
     workers = int(at.get("compile_workers") or len(os.sched_getaffinity(0)))
     timeout_s = sum(float(config[k]["timeout_s"]) for k in ("autotune", "check", "bench"))
-    checks, rows, tunes = measure_family(fam, _plan(config, kernel), device, timeout_s,
-                                         bool(config.get("isolate", True)), seeds=list(config["check"]["seeds"]),
-                                         cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers,
-                                         ahead=int(config.get("compile_ahead", 0)),
-                                         run_left=progress.run_left(run_plan_path(Path(check_csv).parents[1]),
-                                                                    Path(check_csv).parents[1], kernel))
+    checks, rows, tunes = [], [], []  # a family that did not load: no rows (loaded says why)
+    if loaded(reg, [kernel]):
+        checks, rows, tunes = measure_family(
+            reg.family(kernel), _plan(config, kernel), device, timeout_s, bool(config.get("isolate", True)),
+            seeds=list(config["check"]["seeds"]), cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers,
+            ahead=int(config.get("compile_ahead", 0)),
+            run_left=progress.run_left(run_plan_path(Path(check_csv).parents[1]), Path(check_csv).parents[1], kernel))
     write_csv(autotune_csv, tunes, columns=["kernel", "impl_key", "impl", "step", "triton_kernel", "shape", "dtype",
                                             "params", "config", "median_us", "status", "reason", "is_best"])
     write_csv(check_csv, checks, columns=CHECK_COLUMNS)
@@ -326,9 +336,11 @@ def profile(config: dict, kernels: list[str], build_json: str | list[str], out_c
     works, labels = [], {}
     reg = registry_of(config)
     for kernel, trace_dir in zip(kernels, trace_dirs, strict=True):
+        Path(trace_dir).mkdir(parents=True, exist_ok=True)
+        if not loaded(reg, [kernel]):
+            continue
         fam = reg.family(kernel)
         plan = _plan(config, kernel)
-        Path(trace_dir).mkdir(parents=True, exist_ok=True)
         for key in plan.impl_keys(fam):
             impl = fam.impls[key]
             dtype = next((d for d in plan.dtypes if impl.supports(d)), None)
@@ -380,10 +392,12 @@ def ptx(config: dict, kernels: list[str], build_json: str | list[str], out_index
     reg = registry_of(config)
     tasks = []  # (kernel, impl keys, dtypes, out_dir), in the order of the index files
     for kernel, out_index in zip(kernels, out_indexes, strict=True):
-        fam = reg.family(kernel)
-        plan = _plan(config, kernel)
         out_dir = Path(out_index).parent
         out_dir.mkdir(parents=True, exist_ok=True)
+        if not loaded(reg, [kernel]):
+            continue
+        fam = reg.family(kernel)
+        plan = _plan(config, kernel)
         keys = plan.impl_keys(fam)
         # a Triton implementation without compile specs (a ladder step running one of the
         # family's configs) has nothing of its own to dump
@@ -436,7 +450,7 @@ def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[
     bases, ladders, reused = [], [], {}
     reg = registry_of(config)
     stamps, kept = (keys or {}) if kept_dir else {}, Path(kept_dir or ".")
-    for kernel in kernels:
+    for kernel in loaded(reg, kernels):
         old = kept_rows(kept / f"{kernel}.json", stamps[kernel]) if kernel in stamps else None
         if old is not None:
             log.info("ncu: %s unchanged since its last profile: %d rows kept", kernel, len(old))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernellab.engine.case_status import ABSENT, failure_status
+from kernellab.io import read_json
 
 MAX_GROUPS = 12  # failure lines per set; the report's failure table has them all
 
@@ -33,13 +34,19 @@ def _failure_lines(df: pd.DataFrame) -> list[str]:
 
 def closing(results: str | Path, sets, skipped: dict[str, str] | None = None) -> tuple[str, bool]:
     """(the closing summary, whether the run was clean: no case of a published set failed or
-    raised, no family was skipped at load). ``skipped``: family folder -> why it did not load."""
-    lines, clean = [], True
+    raised, no family was skipped at load). ``skipped``: family folder -> why it did not load,
+    beside those each published set's environment.json lists (``skipped_families``)."""
+    lines, clean, skipped = [], True, dict(skipped or {})
     for name in sets:
         summary = Path(results) / name / "summary.csv"
         if not summary.exists():
             lines.append(f"  {name}: no summary.csv (not published)")  # a run of some targets only
             continue
+        try:
+            env = read_json(summary.parent / "environment.json")
+        except (OSError, ValueError):
+            env = {}
+        skipped.update((env.get("skipped_families") if isinstance(env, dict) else None) or {})
         df = pd.read_csv(summary, keep_default_na=False)
         ok = int(((df["status"] == "ok") & (df["check_status"] == "ok")).sum())
         absent = int(df["status"].isin(ABSENT).sum())
@@ -48,7 +55,7 @@ def closing(results: str | Path, sets, skipped: dict[str, str] | None = None) ->
         lines.append(f"  {name}: {len(df)} cases: {ok} ok, {failed} failed, {absent} unavailable here")
         lines += _failure_lines(df)
         lines.append(f"    report: {summary.parent / 'report.html'}   log: {summary.parent / 'KERNEL_LOG.md'}")
-    for family, why in sorted((skipped or {}).items()):
+    for family, why in sorted(skipped.items()):
         lines.append(f"  family {family!r} skipped: it did not load: {why}")
         clean = False
     head = "kernellab: run complete" if clean else (

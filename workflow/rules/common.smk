@@ -61,16 +61,19 @@ except (ConfigError, registry.FamilyError) as exc:
 
 def check_families():
     """When a run starts (onstart), before any job: load the run's families and check the config
-    against them. A family that does not load is warned of here (its jobs then fail with its
-    error, the others run, and the run ends with exit status 1); a bad config stops the run.
+    against them. A family that does not load is warned of here (its jobs then write no row of
+    it, the set is published without it and names it, and the run ends with exit status 1); a
+    bad config stops the run.
     """
     reg = registry.load(RUN_CONFIG["kernel_dirs"])
+    # said first: when no family of the config loaded, the config error follows
+    for name in sorted(RUN_CONFIG["kernels"]):
+        if name in reg.errors:
+            logger.warning(f"kernel family {name!r} skipped: {reg.errors[name]}")
     try:
-        failed = kl_config.check_loaded(RUN_CONFIG, reg)
+        kl_config.check_loaded(RUN_CONFIG, reg)
     except ConfigError as exc:
         raise WorkflowError(f"Invalid configuration: {exc}") from None
-    for name, why in failed.items():
-        logger.warning(f"kernel family {name!r} skipped: {why}")
     return reg
 
 
