@@ -80,7 +80,10 @@ def reachable(entries, root: str | Path = ROOT) -> list[str]:
 def _names(path: Path, module: str | None, mtime_ns: int) -> frozenset[str]:
     """The kernellab names the file imports, read once per version of it (the workflow asks
     for each family and rule: the package's modules are shared by all of them)."""
-    tree = ast.parse(path.read_bytes(), filename=str(path))
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError:  # a family's typo: the run names it when it starts (check_families), not here
+        return frozenset()
     names = _imported(tree)
     if module:  # a module of the package may import its siblings relatively
         is_package = path.name == "__init__.py"
