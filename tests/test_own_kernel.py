@@ -198,6 +198,11 @@ def test_what_failed_is_said_at_the_terminal_in_the_set_and_in_the_exit_status(o
     assert f"error: sqrelu triton (fp32 4099): {raised}" in closing
     assert "failed: sqrelu torch_naive (fp32 4099): correctness failed: relative error" in closing
     assert f"family 'broken' skipped: it did not load: {mine / 'broken' / '__init__.py'}:" in closing
+    # and the published set says so
+    skipped = json.loads((out / "environment.json").read_text())["skipped_families"]
+    assert set(skipped) == {"broken"} and skipped["broken"].startswith(f"{mine / 'broken' / '__init__.py'}:")
+    for page in ("report.md", "report.html"):
+        assert "Families skipped at load" in (out / page).read_text(), page
     df = pd.read_csv(out / "summary.csv", keep_default_na=False)
     mine_rows = df[df["kernel"] == "sqrelu"].set_index("impl_key")
     assert mine_rows.loc["triton", "status"] == "error" and mine_rows.loc["triton", "reason"] == raised

@@ -114,7 +114,10 @@ def _read(tree: ast.Module, module: str | None, is_package: bool) -> _Module:
 def _parsed(path: Path, module: str | None, mtime_ns: int) -> _Module:
     """One file's imports, read once per version of it (the workflow asks for each family and
     rule: the package's modules are shared by all of them)."""
-    tree = ast.parse(path.read_bytes(), filename=str(path))
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError:  # a family's typo: the run names it when it starts (check_families), not here
+        tree = ast.Module(body=[], type_ignores=[])
     return _read(tree, module, path.name == "__init__.py")
 
 
