@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from kernellab.engine import cuda_build, registry
+from kernellab.engine.cases import Case
+from kernellab.engine.harness import check_impl
 from kernellab.engine.testing import in_fresh_interpreter
 
 REGISTRY = registry.load()  # the families of the default kernel folders
@@ -418,3 +420,32 @@ def test_the_readme_names_every_field_and_file_the_example_uses():
     for path in (EXAMPLE / "silu").iterdir():
         if path.is_file() and path.name != "__init__.py":
             assert path.name in section, path.name
+
+
+def test_the_examples_backward_is_checked_and_a_wrong_one_fails_naming_dx(tmp_path):
+    """README's backward, as a newcomer writes it: the example's Triton backward and autograd's pass
+    against autograd's float64 gradient; a copy whose backward drops the factor dy fails, and its
+    reason names the output, dx."""
+    mine = tmp_path / "my-kernels"
+    shutil.copytree(EXAMPLE / "silu", mine / "mine", ignore=shutil.ignore_patterns("__pycache__"))
+    source = (mine / "mine" / "__init__.py").read_text()
+    wrong = source.replace("(dy * s * (1 + x * (1 - s)))", "(s * (1 + x * (1 - s)))")
+    assert wrong != source
+    (mine / "wrong").mkdir()
+    shutil.copytree(mine / "mine", mine / "wrong", dirs_exist_ok=True)
+    (mine / "wrong" / "__init__.py").write_text(wrong)
+    reg = registry.load([str(mine)])
+    assert reg.errors == {}
+
+    def check(name, key, dtype):
+        fam = reg.family(name)
+        return list(check_impl(fam, fam.impls[key], [Case(name, key, (4099,), dtype)], [0, 1], "cpu"))
+
+    assert reg.family("mine").passes() == ("forward", "backward", "forward+backward")
+    for key in ("triton.bwd", "torch_naive.bwd", "torch_naive.fwdbwd"):
+        for dtype in ("fp32", "bf16"):
+            assert [r["status"] for r in check("mine", key, dtype)] == ["ok", "ok"], (key, dtype)
+    got = check("wrong", "triton.bwd", "fp32")
+    assert [r["status"] for r in got] == ["failed", "failed"]
+    assert got[0]["reason"].startswith("dx: relative error") and "fp32 tolerance" in got[0]["reason"]
+    assert [r["status"] for r in check("wrong", "torch_naive.bwd", "fp32")] == ["ok", "ok"]  # only its own fails

@@ -2,7 +2,7 @@
 kernel"). Memory-bound: one read and one write per element, about 4 FLOPs.
 
 This folder is all of it: the definition and float64 reference, the PyTorch and Triton
-implementations (here), a CUDA ladder of two steps (one file each in cuda_silu/, what they share
+implementations and the Triton backward (here), a CUDA ladder of two steps (one file each in cuda_silu/, what they share
 in silu.cuh, the op in binding.cpp) and the ladder's order and texts (ladder.yaml). Point
 ``kernel_dirs`` at the folder above it to measure it.
 """
@@ -56,6 +56,23 @@ def silu_triton(out, x):
     return out
 
 
+@triton.jit
+def silu_bwd_kernel(x_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    dy = tl.load(dy_ptr + offs, mask=mask).to(tl.float32)
+    s = tl.sigmoid(x)
+    tl.store(dx_ptr + offs, (dy * s * (1 + x * (1 - s))).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+def silu_backward(out, dy, saved, x):
+    """dx = dy * silu'(x) = dy * s * (1 + x * (1 - s)), s = sigmoid(x); out = (dx,), empty like x."""
+    (dx,) = out
+    launch(silu_bwd_kernel, (triton.cdiv(x.numel(), 1024),), x, dy, dx, x.numel(), BLOCK=1024)
+    return dx
+
+
 def compile_specs(dtype: str):
     """What the ptx rule cross-compiles for the report's PTX/SASS: one config of the kernel."""
     ty = triton_type(dtype)
@@ -73,6 +90,8 @@ FAMILY = Family(
     flops=lambda shape, dtype, **_: 4 * numel(shape),
     out_like=lambda x: torch.empty_like(x),
     description="x * sigmoid(x), the activation of SwiGLU.",
+    grads=("dx",),  # the backward: x's gradient, checked against autograd through `reference`
+    backward_bytes=elementwise_bytes(2),  # x and dy read, dx written
     # each CUDA step (cuda_silu/<step>.cu) runs as the `silu` op of binding.cpp with the step's name
     cuda_step=lambda family, step: cuda_op(family, "silu", step),
 )
@@ -81,3 +100,7 @@ FAMILY.add("torch_naive", returns_new(silu_naive))
 FAMILY.add("torch_fused", returns_new(silu_fused))
 FAMILY.add("triton", silu_triton, triton_kernels=(silu_kernel,), compile_specs=compile_specs)
 FAMILY.add("compiled", compiled(silu_naive))
+# the backward: autograd through the naive forward, and the Triton kernel (it saves nothing from a
+# forward, so it runs as a backward alone: a forward+backward of it would time no forward)
+FAMILY.add_autograd("torch_naive", silu_naive)
+FAMILY.add_backward("triton", silu_backward, passes=("backward",))
