@@ -100,10 +100,11 @@ def root() -> Path:
 
 _PTX_SCRIPT = r"""
 import json
+import sys
 from kernellab.engine import registry  # noqa: E402
 from kernellab.engine.triton_utils import compile_asm
 out = {}
-for name, fam in registry.load().families.items():
+for name, fam in registry.load(json.loads(sys.argv[1])).families.items():
     for key, impl in fam.impls.items():
         if impl.compile_specs is None:
             continue
@@ -123,7 +124,8 @@ def sm90_ptx() -> dict[str, str]:
     import subprocess
 
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", _PTX_SCRIPT], cwd=ROOT, env=env, capture_output=True,
+    dirs = json.dumps([str(d) for d in REGISTRY.dirs])  # the session's folders, --kernel-dirs' too
+    proc = subprocess.run([sys.executable, "-c", _PTX_SCRIPT, dirs], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
