@@ -135,3 +135,45 @@ def in_fresh_interpreter(script: str, env: dict[str, str] | None = None, cwd=Non
                           cwd=cwd, env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# The rows a CUDA row ladder's GPU test runs every step on: rows that take the step's own path
+# and rows that fall back. (20000, 1024) and (600, 32768): more rows than resident CTAs, so each
+# walks several rows and reuses both of its buffers.
+ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), (7, 8), (300, 33), (20000, 1024),
+              (600, 32768)]
+
+
+def row_ladder_cases(fam, shapes=ROW_SHAPES):
+    """Marks a GPU test ``(kl_ops, dtype, shape, step)`` to run every step of ``fam``'s
+    hopper_rows ladder on ``shapes`` in fp32 and bf16."""
+    import pytest
+    import torch
+
+    marks = (pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]]),
+             pytest.mark.parametrize("shape", shapes),
+             pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16]),
+             pytest.mark.gpu)
+
+    def mark(test):
+        for m in marks:
+            test = m(test)
+        return test
+
+    return mark
+
+
+def sm90_global_loads(sm90_ptx, family: str) -> dict[str, list[str]]:
+    """The global-load instructions of each of ``family``'s sm_90 compile specs (there is one at least)."""
+    import re
+
+    loads = {label: re.findall(r"\bld\.global[\w.:]*", ptx) for label, ptx in sm90_ptx.items()
+             if label.startswith(f"{family}/")}
+    assert loads
+    return loads
+
+
+def assert_sm90_16_byte_loads(sm90_ptx, family: str) -> None:
+    """Every global load of ``family``'s sm_90 code is a 16-byte (or 8-byte, v2) vector load."""
+    for label, loads in sm90_global_loads(sm90_ptx, family).items():
+        assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"

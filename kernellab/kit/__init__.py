@@ -22,8 +22,8 @@ A family is a folder (``kernels/<name>/`` or one of your own ``kernel_dirs``) wh
   ``cuda_op`` (an op of the family's CUDA extension), ``cuda_ops`` (the extension's ops).
 - Triton: ``autotune`` (``triton.autotune`` with the benchmark's timer), ``launch`` and
   ``launch_config`` (which run under the interpreter too; ``forced_config``: the config the
-  engine imposes), ``triton_interpreted``, ``CompileSpec`` (what the PTX/SASS report
-  cross-compiles), and the row-kernel helpers (``row_*``).
+  engine imposes), ``elementwise_configs`` (a 1-D kernel's BLOCK x warps), ``triton_interpreted``,
+  ``CompileSpec`` (what the PTX/SASS report cross-compiles), and the row-kernel helpers (``row_*``).
 - ``peers``: Liger-Kernel's and QuACK's kernels, as implementations beside ours.
 - ``Unavailable``: raise it when a kernel cannot run here (a library not installed), with why.
 
@@ -55,6 +55,7 @@ from kernellab.kit.rows import (
 from kernellab.kit.triton import (
     CompileSpec,
     autotune,
+    elementwise_configs,
     forced_config,
     launch,
     launch_config,
@@ -65,7 +66,7 @@ from kernellab.kit.triton import (
 __all__ = [
     "LOOP_MIN_COLS", "ONE_PASS_MAX_COLS", "REGISTER_ROW_COLS", "ROW_STAGES", "TOLERANCE", "CompileSpec", "Family",
     "Unavailable", "autotune", "builds_on", "chunk_loop_configs", "compiled", "cuda_op", "cuda_ops", "element_size",
-    "elementwise_bytes", "forced_config", "generator", "launch", "launch_config", "numel", "peers",
-    "prune_chunk_configs", "prune_row_tile_configs", "randn", "returns_new", "row_grid", "row_shape",
+    "elementwise_bytes", "elementwise_configs", "forced_config", "generator", "launch", "launch_config", "numel",
+    "peers", "prune_chunk_configs", "prune_row_tile_configs", "randn", "returns_new", "row_grid", "row_shape",
     "row_tile_configs", "rows_per_program", "step", "torch_dtype", "triton_interpreted", "triton_type",
 ]

@@ -147,3 +147,15 @@ class CompileSpec:
     label: str = ""
     divisible: tuple[str, ...] = ("n",)  # integer args taken as multiples of 16
 
+
+
+def elementwise_configs():
+    """Autotune configs of a 1-D elementwise kernel over a constexpr BLOCK of elements per
+    program: 1024 to 8192 elements x 4 or 8 warps."""
+    import triton
+
+    return [
+        triton.Config({"BLOCK": block}, num_warps=warps)
+        for block in (1024, 2048, 4096, 8192)
+        for warps in (4, 8)
+    ]

@@ -53,6 +53,7 @@ from kernellab.kit import (
     compiled,
     cuda_op,
     element_size,
+    elementwise_configs,
     launch,
     numel,
     randn,
@@ -108,15 +109,7 @@ def dropout_fused(out, x, seed, p):
     return torch.nn.functional.dropout(x, p, training=True)
 
 
-def triton_configs():
-    return [
-        triton.Config({"BLOCK": block}, num_warps=warps)
-        for block in (1024, 2048, 4096, 8192)
-        for warps in (4, 8)
-    ]
-
-
-@autotune(configs=triton_configs(), key=["n"])
+@autotune(configs=elementwise_configs(), key=["n"])
 @triton.jit
 def dropout_kernel(x_ptr, out_ptr, n, threshold, scale, seed, BLOCK: tl.constexpr):
     """Elements in groups of 8: group g = e // 8 is the Philox counter, and its four 32-bit

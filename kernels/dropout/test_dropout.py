@@ -8,13 +8,12 @@ autotune config) are in tests/test_families.py."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
 import torch
 
-from kernellab.engine import runtime
+from kernellab.engine import runtime, testing
 from kernellab.engine.launch import force_config
 from kernellab.engine.testing import empty_like_nan, in_fresh_interpreter, randn_cuda, run
 
@@ -161,11 +160,7 @@ def test_bytes_and_flops():
 
 
 def test_sm90_only_16_byte_loads(sm90_ptx):
-    labels = [label for label in sm90_ptx if label.startswith(f"{fam.name}/")]
-    assert labels
-    for label in labels:
-        loads = re.findall(r"\bld\.global[\w.:]*", sm90_ptx[label])
-        assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
+    testing.assert_sm90_16_byte_loads(sm90_ptx, fam.name)
 
 
 # ---- the CUDA op's Philox reference ---------------------------------------------------------------

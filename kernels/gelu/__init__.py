@@ -16,6 +16,7 @@ from kernellab.kit import (
     autotune,
     compiled,
     elementwise_bytes,
+    elementwise_configs,
     launch,
     numel,
     randn,
@@ -53,15 +54,7 @@ def gelu_fused(out, x):
     return torch.nn.functional.gelu(x, approximate="tanh")
 
 
-def triton_configs():
-    return [
-        triton.Config({"BLOCK": block}, num_warps=warps)
-        for block in (1024, 2048, 4096, 8192)
-        for warps in (4, 8)
-    ]
-
-
-@autotune(configs=triton_configs(), key=["n"])
+@autotune(configs=elementwise_configs(), key=["n"])
 @triton.jit
 def gelu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from kernellab.engine import runtime
+from kernellab.engine import runtime, testing
 from kernellab.engine.testing import check, cuda_rel_err, cuda_tol, empty_like_nan, randn_cuda, rel_error
 
 from . import FAMILY as fam
@@ -79,16 +79,7 @@ def test_precompile_leaves_nothing_for_the_tuner_to_compile():
     check(fam, got, (x, w, b), out, case.shape, "bf16")
 
 
-# (20000, 1024) and (600, 32768): more rows than resident CTAs, so each walks several rows and
-# reuses both of its buffers
-ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), (7, 8), (300, 33), (20000, 1024),
-              (600, 32768)]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("shape", ROW_SHAPES)
-@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]])
+@testing.row_ladder_cases(fam)
 def test_gpu_cuda_op(kl_ops, dtype, shape, step):
     """Every step of the CUDA ladder, on rows that take its own path and rows that fall back."""
     x = randn_cuda(shape, dtype, 5, scale=2.0, offset=1.5)

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import math
-import re
 
 import pytest
 import torch
 
-from kernellab.engine import runtime
+from kernellab.engine import runtime, testing
 from kernellab.engine.testing import check, cuda_rel_err, randn_cuda, rel_error
 
 from . import FAMILY as fam
@@ -43,22 +42,13 @@ def test_bytes_and_flops():
     assert fam.flops((8, 100), "fp32") >= 800
 
 
-def global_loads(sm90_ptx) -> dict[str, list[str]]:
-    """The global-load instructions of each of the family's sm_90 compile specs."""
-    loads = {label: re.findall(r"\bld\.global[\w.:]*", ptx) for label, ptx in sm90_ptx.items()
-             if label.startswith(f"{fam.name}/")}
-    assert loads
-    return loads
-
-
 def test_sm90_only_16_byte_loads(sm90_ptx):
-    for label, loads in global_loads(sm90_ptx).items():
-        assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
+    testing.assert_sm90_16_byte_loads(sm90_ptx, fam.name)
 
 
 def test_sm90_loads_evict_first(sm90_ptx):
     """The row is read once: every global load of the sm_90 code asks the L2 to evict it first."""
-    for label, loads in global_loads(sm90_ptx).items():
+    for label, loads in testing.sm90_global_loads(sm90_ptx, fam.name).items():
         assert loads and all("evict_first" in op for op in loads), f"{label}: {sorted(set(loads))}"
 
 

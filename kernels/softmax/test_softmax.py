@@ -6,12 +6,10 @@ tests/test_families.py."""
 from __future__ import annotations
 
 import math
-import re
 
-import pytest
 import torch
 
-from kernellab.engine import runtime
+from kernellab.engine import runtime, testing
 from kernellab.engine.testing import check, cuda_rel_err, cuda_tol, empty_like_nan, randn_cuda, rel_error
 
 from . import FAMILY as fam
@@ -67,20 +65,10 @@ def test_bytes_and_flops():
 
 
 def test_sm90_only_16_byte_loads(sm90_ptx):
-    labels = [label for label in sm90_ptx if label.startswith(f"{fam.name}/")]
-    assert labels
-    for label in labels:
-        loads = re.findall(r"\bld\.global[\w.:]*", sm90_ptx[label])
-        assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
+    testing.assert_sm90_16_byte_loads(sm90_ptx, fam.name)
 
 
-ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), (7, 8), (300, 33)]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("shape", ROW_SHAPES)
-@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]])
+@testing.row_ladder_cases(fam, testing.ROW_SHAPES[:8])
 def test_gpu_cuda_op(kl_ops, dtype, shape, step):
     """Every step of the CUDA ladder, on rows that take its own path and rows that fall back."""
     x = randn_cuda(shape, dtype, 4, scale=4.0)

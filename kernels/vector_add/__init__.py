@@ -17,6 +17,7 @@ from kernellab.kit import (
     compiled,
     cuda_op,
     elementwise_bytes,
+    elementwise_configs,
     launch,
     numel,
     randn,
@@ -37,15 +38,7 @@ def add_fused(out, a, b):
     return torch.add(a, b, out=out)
 
 
-def triton_configs():
-    return [
-        triton.Config({"BLOCK": block}, num_warps=warps)
-        for block in (1024, 2048, 4096, 8192)
-        for warps in (4, 8)
-    ]
-
-
-@autotune(configs=triton_configs(), key=["n"])
+@autotune(configs=elementwise_configs(), key=["n"])
 @triton.jit
 def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)

@@ -65,21 +65,13 @@ __global__ void __launch_bounds__(bt2::kThreads)
 }
 
 namespace kl {
+namespace {
 
-int run_sgemm_blocktile_2d(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+int blocktile_2d(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
   if (cdiv(M, bt2::BM) > kSgemmMaxGridY) return kErrBadSize;
   const dim3 grid(static_cast<unsigned>(cdiv(N, bt2::BN)), static_cast<unsigned>(cdiv(M, bt2::BM)));
   sgemm_blocktile_2d<<<grid, bt2::kThreads, 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
-}
-
-}  // namespace kl
-
-namespace kl {
-namespace {
-
-int blocktile_2d(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
-  return run_sgemm_blocktile_2d(A, B, C, M, N, K, stream);
 }
 
 }  // namespace

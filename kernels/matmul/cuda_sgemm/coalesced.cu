@@ -21,21 +21,13 @@ __global__ void __launch_bounds__(1024) sgemm_coalesced(int M, int N, int K, con
 }
 
 namespace kl {
+namespace {
 
-int run_sgemm_coalesced(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+int coalesced(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
   if (cdiv(N, kCoalesceTile) > kSgemmMaxGridY) return kErrBadSize;
   const dim3 grid(static_cast<unsigned>(cdiv(M, kCoalesceTile)), static_cast<unsigned>(cdiv(N, kCoalesceTile)));
   sgemm_coalesced<<<grid, kCoalesceTile * kCoalesceTile, 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
-}
-
-}  // namespace kl
-
-namespace kl {
-namespace {
-
-int coalesced(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
-  return run_sgemm_coalesced(A, B, C, M, N, K, stream);
 }
 
 }  // namespace

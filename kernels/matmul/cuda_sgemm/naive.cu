@@ -19,21 +19,13 @@ __global__ void __launch_bounds__(1024)
 }
 
 namespace kl {
+namespace {
 
-int run_sgemm_naive(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+int naive(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
   if (cdiv(N, 32) > kSgemmMaxGridY) return kErrBadSize;
   const dim3 grid(static_cast<unsigned>(cdiv(M, 32)), static_cast<unsigned>(cdiv(N, 32)));
   sgemm_naive<<<grid, dim3(32, 32), 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
-}
-
-}  // namespace kl
-
-namespace kl {
-namespace {
-
-int naive(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
-  return run_sgemm_naive(A, B, C, M, N, K, stream);
 }
 
 }  // namespace

@@ -30,21 +30,13 @@ __global__ void __launch_bounds__(kSmemTile * kSmemTile)
 }
 
 namespace kl {
+namespace {
 
-int run_sgemm_smem_tiling(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+int smem_tiling(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
   if (cdiv(M, kSmemTile) > kSgemmMaxGridY) return kErrBadSize;
   const dim3 grid(static_cast<unsigned>(cdiv(N, kSmemTile)), static_cast<unsigned>(cdiv(M, kSmemTile)));
   sgemm_smem_tiling<<<grid, kSmemTile * kSmemTile, 0, stream>>>(M, N, K, A, B, C);
   return launch_status();
-}
-
-}  // namespace kl
-
-namespace kl {
-namespace {
-
-int smem_tiling(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
-  return run_sgemm_smem_tiling(A, B, C, M, N, K, stream);
 }
 
 }  // namespace

@@ -80,8 +80,9 @@ __global__ void __launch_bounds__(vz::kThreads)
 }
 
 namespace kl {
+namespace {
 
-int run_sgemm_vectorized(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+int vectorized(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
   if (cdiv(M, vz::BM) > kSgemmMaxGridY) return kErrBadSize;
   const dim3 grid(static_cast<unsigned>(cdiv(N, vz::BN)), static_cast<unsigned>(cdiv(M, vz::BM)));
   if (sgemm_float4_ok(A, B, C, N, K)) {
@@ -90,15 +91,6 @@ int run_sgemm_vectorized(const float* A, const float* B, float* C, int M, int N,
     sgemm_vectorized<false><<<grid, vz::kThreads, 0, stream>>>(M, N, K, A, B, C);
   }
   return launch_status();
-}
-
-}  // namespace kl
-
-namespace kl {
-namespace {
-
-int vectorized(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
-  return run_sgemm_vectorized(A, B, C, M, N, K, stream);
 }
 
 }  // namespace

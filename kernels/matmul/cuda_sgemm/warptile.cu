@@ -121,8 +121,9 @@ __global__ void __launch_bounds__(wt::kThreads, 2)
 }
 
 namespace kl {
+namespace {
 
-int run_sgemm_warptile(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+int warptile(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
   if (cdiv(M, wt::BM) > kSgemmMaxGridY) return kErrBadSize;
   const dim3 grid(static_cast<unsigned>(cdiv(N, wt::BN)), static_cast<unsigned>(cdiv(M, wt::BM)));
   if (sgemm_float4_ok(A, B, C, N, K)) {
@@ -131,15 +132,6 @@ int run_sgemm_warptile(const float* A, const float* B, float* C, int M, int N, i
     sgemm_warptile<false><<<grid, wt::kThreads, 0, stream>>>(M, N, K, A, B, C);
   }
   return launch_status();
-}
-
-}  // namespace kl
-
-namespace kl {
-namespace {
-
-int warptile(const float* A, const float* B, float* C, int M, int N, int K, int /*config*/, cudaStream_t stream) {
-  return run_sgemm_warptile(A, B, C, M, N, K, stream);
 }
 
 }  // namespace
