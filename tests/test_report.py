@@ -1165,3 +1165,23 @@ def test_a_step_files_kernels_belong_to_the_family_whose_folder_holds_it():
     res.resources = rows
     by_family, rest = assign_resources(res)
     assert by_family == {"reduction": [rows[0]], "mine": [rows[1]]} and rest == [rows[2]]
+
+
+def test_a_finding_written_after_the_set_replaces_the_one_it_recorded(tmp_path):
+    """A set rendered again shows each step's finding as the checkout's ladder.yaml has it (written
+    after the measurement it explains), read as data from the set's kernel folders: no family is
+    imported; a step the checkout has no finding for keeps the recorded one."""
+    shutil.copytree(FIXTURE / "fake-gpu", tmp_path / "fake-gpu")
+    env_path = tmp_path / "fake-gpu" / "environment.json"
+    env = json.loads(env_path.read_text())
+    env["config"] = {**(env.get("config") or {}), "kernel_dirs": [str(tmp_path / "kernels")]}
+    env_path.write_text(json.dumps(env))
+    (tmp_path / "kernels" / "gelu").mkdir(parents=True)
+    (tmp_path / "kernels" / "gelu" / "ladder.yaml").write_text(
+        "cuda:\n- step: course\n- step: vec4\n  finding: read again after the set was measured\n")
+    recorded = {s["step"]: s.get("finding", "") for ld in load(FIXTURE, "fake-gpu").ladders
+                if ld["kernel"] == "gelu" for s in ld["steps"]}
+    steps = {s["step"]: s["finding"] for ld in load(tmp_path, "fake-gpu").ladders
+             if ld["kernel"] == "gelu" for s in ld["steps"]}
+    assert steps["vec4"] == "read again after the set was measured" != recorded["vec4"]
+    assert steps["course"] == recorded["course"] and steps["vec4_ilp"] == recorded["vec4_ilp"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import logging
 import os
 import re
 import sys
@@ -25,11 +26,11 @@ from kernellab.kit.family import (
     IMPL_KINDS,
     LOADING,
     STEP_MARK,
-    STEP_TEXTS,
     Family,
     Impl,
     check_family,
 )
+from kernellab.ladder_file import LADDER_FILE, STEP_TEXTS, ladder_texts
 
 __all__ = ["BACKENDS", "IMPL_KINDS", "Family", "FamilyError", "Impl", "Registry", "load"]
 
@@ -88,6 +89,14 @@ class Registry:
         """The family's package (its Triton kernels, launchers and helpers)."""
         self.family(name)
         return sys.modules[f"{PACKAGE}.{name}"]
+
+    def loaded(self, kernels: list[str]) -> list[str]:
+        """Those of ``kernels`` that loaded; each other one warned of with why (a job leaves its
+        tables empty: the set is published without it, and says so, aggregate.skipped)."""
+        for kernel in kernels:
+            if kernel in self.errors:
+                logging.getLogger("kernellab").warning("kernel family %r skipped: %s", kernel, self.errors[kernel])
+        return [k for k in kernels if k not in self.errors]
 
     def impl(self, kernel: str, key: str) -> Impl:
         fam = self.family(kernel)
@@ -148,7 +157,6 @@ def load(dirs=None, base: str | os.PathLike | None = None) -> Registry:
 
 
 PACKAGE = "kernellab.families"  # a folder <name> imports as kernellab.families.<name>
-LADDER_FILE = "ladder.yaml"
 SKIPPED_MODULES = ("test_", "conftest")
 
 
@@ -273,46 +281,6 @@ def _cuda_runner(fam: Family, step_name: str):
     from kernellab.kit.adapters import cuda_op
 
     return cuda_op(fam.name, fam.name, step_name)
-
-
-STEP_KEYS = ("step", "kernels", *STEP_TEXTS)
-
-
-def ladder_texts(folder: Path) -> dict[tuple[str, str], dict]:
-    """(ladder, step) -> {order, idea, prediction, finding, expect_speedup, expect_pct_of_peak,
-    kernels} from the folder's ladder.yaml: ``{ladder: [{step, idea, prediction, expect_speedup:
-    [lo, hi], ...}]}``, steps in ladder order: the one place a ladder's order is written."""
-    import yaml
-
-    path = folder / LADDER_FILE
-    if not path.exists():
-        return {}
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise FamilyError(f"{path}: expected a mapping of ladder name -> list of steps")
-    out = {}
-    for ladder, steps in data.items():
-        if not isinstance(steps, list):
-            raise FamilyError(f"{path}: ladder {ladder!r} must be a list of steps")
-        for order, entry in enumerate(steps, start=1):
-            unknown = set(entry) - set(STEP_KEYS)
-            if "step" not in entry or unknown:
-                raise FamilyError(f"{path}: ladder {ladder!r}, entry {order}: needs 'step'"
-                                  + (f"; unknown keys {sorted(unknown)}" if unknown else ""))
-            texts = {k: entry.get(k, "") for k in ("idea", "prediction", "finding")}
-            for k in ("expect_speedup", "expect_pct_of_peak"):
-                v = entry.get(k)
-                if v is not None and (not isinstance(v, list) or len(v) != 2):
-                    raise FamilyError(f"{path}: {ladder}/{entry['step']}: {k} must be [low, high]")
-                texts[k] = tuple(float(x) for x in v) if v is not None else None
-            kernels = entry.get("kernels")
-            if kernels is not None and (not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels)):
-                raise FamilyError(f"{path}: {ladder}/{entry['step']}: kernels must be a list of kernel names")
-            key = (str(ladder), str(entry["step"]))
-            if key in out:
-                raise FamilyError(f"{path}: ladder {ladder!r} lists step {entry['step']!r} twice")
-            out[key] = {"order": order, **texts, "kernels": kernels}
-    return out
 
 
 def attach_ladder_texts(fam: Family, folder: Path, texts: dict | None = None) -> None:

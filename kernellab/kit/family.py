@@ -29,7 +29,6 @@ BACKEND_OF = {"torch_naive": "torch", "torch_fused": "torch", "cuda": "cuda", "t
               "compiled": "compile", "compiled_max_autotune": "compile", "liger": "liger", "quack": "quack"}
 IMPL_KINDS = tuple(BACKEND_OF)
 BACKENDS = tuple(dict.fromkeys(BACKEND_OF.values()))
-STEP_TEXTS = ("idea", "prediction", "finding", "expect_speedup", "expect_pct_of_peak")
 STEP_MARK = "__kernellab_step__"
 # the passes a case can time: the forward, the backward alone (its forward, which makes the saved
 # state, runs outside the timed region), or both as one call

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernellab import rows
+from kernellab.errors import FamilyError
+from kernellab.ladder_file import ladder_texts
 from kernellab.rows import to_bool, to_float
 
 csv.field_size_limit(1 << 24)
@@ -401,5 +403,33 @@ def load(results_root: Path, hardware: str) -> Results:
         key=lambda r: (r["file"], r["kernel"]),
     )
     res.ladders = _ladders(read_json(path / "ladders.json", w, []), w)
+    _checkout_findings(res.ladders, res.environment, w)
     res.compare = read_compare(path / "compare", w)
     return res
+
+
+# the checkout's own kernel folders: a set measured elsewhere names folders this machine may lack
+CHECKOUT_KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+
+
+def _checkout_findings(ladders: list[dict], environment: dict, warnings: list[str]) -> None:
+    """Each step's finding as the checkout's ladder.yaml has it, where it has one, over the one the
+    set recorded: a finding is written after the measurement it explains, so a set rendered again
+    shows the latest reading of its steps. The family's folder is looked up in the set's kernel
+    folders that exist here, then in the checkout's ``kernels/``."""
+    recorded = ((environment.get("config") or {}).get("kernel_dirs") or []) if isinstance(environment, dict) else []
+    dirs = [Path(d) for d in recorded if isinstance(d, str) and Path(d).is_dir()] + [CHECKOUT_KERNELS]
+    texts: dict[str, dict] = {}
+    for ld in ladders:
+        kernel = ld.get("kernel", "")
+        if kernel not in texts:
+            folder = next((d / kernel for d in dirs if (d / kernel).is_dir()), None)
+            try:
+                texts[kernel] = ladder_texts(folder) if folder is not None else {}
+            except FamilyError as exc:
+                warnings.append(f"the checkout's ladder texts of {kernel!r} are not read: {exc}")
+                texts[kernel] = {}
+        for s in ld.get("steps", []):
+            finding = texts[kernel].get((ld.get("ladder"), s.get("step")), {}).get("finding")
+            if finding:
+                s["finding"] = finding

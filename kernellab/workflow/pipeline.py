@@ -172,15 +172,6 @@ def registry_of(config: dict):
     return registry.load(config.get("kernel_dirs"))
 
 
-def loaded(reg, kernels: list[str]) -> list[str]:
-    """Those of ``kernels`` that loaded in ``reg``. A job leaves each other's tables empty, with
-    why in its log: the set is published without it, and says so (aggregate.skipped)."""
-    for kernel in kernels:
-        if kernel in reg.errors:
-            log.warning("kernel family %r skipped: %s", kernel, reg.errors[kernel])
-    return [k for k in kernels if k not in reg.errors]
-
-
 def _plan(config: dict, kernel: str):
     from kernellab.engine.cases import kernel_plan
 
@@ -300,7 +291,7 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
     workers = int(at.get("compile_workers") or len(os.sched_getaffinity(0)))
     timeout_s = sum(float(config[k]["timeout_s"]) for k in ("autotune", "check", "bench"))
     checks, rows, tunes = [], [], []  # a family that did not load: no rows (loaded says why)
-    if loaded(reg, [kernel]):
+    if reg.loaded([kernel]):
         checks, rows, tunes = measure_family(
             reg.family(kernel), _plan(config, kernel), device, timeout_s, bool(config.get("isolate", True)),
             seeds=list(config["check"]["seeds"]), cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers,
@@ -337,7 +328,7 @@ def profile(config: dict, kernels: list[str], build_json: str | list[str], out_c
     reg = registry_of(config)
     for kernel, trace_dir in zip(kernels, trace_dirs, strict=True):
         Path(trace_dir).mkdir(parents=True, exist_ok=True)
-        if not loaded(reg, [kernel]):
+        if not reg.loaded([kernel]):
             continue
         fam = reg.family(kernel)
         plan = _plan(config, kernel)
@@ -394,7 +385,7 @@ def ptx(config: dict, kernels: list[str], build_json: str | list[str], out_index
     for kernel, out_index in zip(kernels, out_indexes, strict=True):
         out_dir = Path(out_index).parent
         out_dir.mkdir(parents=True, exist_ok=True)
-        if not loaded(reg, [kernel]):
+        if not reg.loaded([kernel]):
             continue
         fam = reg.family(kernel)
         plan = _plan(config, kernel)
@@ -450,7 +441,7 @@ def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[
     bases, ladders, reused = [], [], {}
     reg = registry_of(config)
     stamps, kept = (keys or {}) if kept_dir else {}, Path(kept_dir or ".")
-    for kernel in loaded(reg, kernels):
+    for kernel in reg.loaded(kernels):
         old = kept_rows(kept / f"{kernel}.json", stamps[kernel]) if kernel in stamps else None
         if old is not None:
             log.info("ncu: %s unchanged since its last profile: %d rows kept", kernel, len(old))
