@@ -229,10 +229,10 @@ FAMILY.add("torch_naive", returns_new(rms_norm_naive))
 FAMILY.add("torch_fused", rms_norm_fused)
 FAMILY.add("triton", rms_norm_triton, triton_kernels=(rms_norm_tuned,), compile_specs=compile_specs)
 FAMILY.add("compiled", compiled(rms_norm_naive))
-# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton).
 FAMILY.add("liger", returns_new(rms_norm_liger))
 FAMILY.add("quack", returns_new(rms_norm_quack))
 # the backward: autograd through the naive forward, through PyTorch's op, through torch.compile's
 FAMILY.add_autograd("torch_naive", rms_norm_naive)
 FAMILY.add_autograd("torch_fused", rms_norm_op)
 FAMILY.add_autograd("compiled", rms_norm_naive, compile=True)
+# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton).
