@@ -31,7 +31,7 @@ def test_report_loads_cleanly(page):
     assert result["console_errors"] == []
     assert result["broken_images"] == []
     assert result["external_requests"] == []
-    assert result["images"] == page.read_text(encoding="utf-8").count("<img") == 12
+    assert result["images"] == page.read_text(encoding="utf-8").count("<img") == 13  # with the timeline figure
 
 
 @pytest.mark.parametrize("width", [360, 768])
