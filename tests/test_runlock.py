@@ -192,3 +192,17 @@ def test_kill_int_stops_the_measure_job_now_with_two_lines(tmp_path):
     assert _gone([job, *workers])
     log = next((tmp_path / "staging").glob("*/logs/measure/gelu.log")).read_text()
     assert "measure gelu:" not in log  # the job's closing line: it did not run to its end
+
+
+def test_a_job_whose_parent_is_pid_1_is_orphaned_unless_pid_1_is_the_run(tmp_path):
+    """In a container Snakemake is often the first process, the parent of every job: a job started
+    there is not an orphan; elsewhere a parent of pid 1 means the run ended before the job began."""
+    from kernellab.engine.isolate import orphaned
+
+    init = tmp_path / "cmdline"
+    init.write_bytes(b"/opt/venv/bin/python3\0/opt/venv/bin/snakemake\0--cores\0001\0")
+    assert not orphaned(1, init)
+    init.write_bytes(b"/sbin/init\0")
+    assert orphaned(1, init)
+    assert orphaned(1, tmp_path / "unreadable")
+    assert not orphaned(4242, init)

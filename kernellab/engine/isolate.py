@@ -19,6 +19,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Hashable, Iterator
 
 _DONE = "__done__"
@@ -43,6 +44,18 @@ def die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # it ended before the request above: nothing will signal us
         os._exit(1)
+
+
+def orphaned(parent: int, init_cmdline: Path = Path("/proc/1/cmdline")) -> bool:
+    """Whether a job whose parent pid is ``parent`` lost its run before it started: re-parented to
+    pid 1, unless pid 1 is the run itself (Snakemake as a container's first process, where every
+    job's parent is pid 1)."""
+    if parent != 1:
+        return False
+    try:
+        return b"snakemake" not in init_cmdline.read_bytes()
+    except OSError:
+        return True
 
 
 def _child(conn, work: Callable[[], Iterator[dict]], prepare: Callable[[], None] | None = None,

@@ -98,7 +98,7 @@ def job(log_path: str | None, cache: str = "", slots: str = "", expect_set: str 
     from kernellab.workflow import runlock
 
     parent = os.getppid()
-    if parent == 1:  # the run ended before this job got going
+    if isolate.orphaned(parent):  # the run ended before this job got going
         raise SystemExit(1)
     isolate.die_with_parent(parent)
     interrupt_once()
