@@ -199,7 +199,7 @@ def test_every_step_file_registers_in_its_family_table(family, tmp_path):
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-3000:]
     names = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
-    fam = registry.family(family)
+    fam = registry.load().family(family)
     steps = {i.step for i in fam.impls.values() if i.backend == "cuda" and i.step}
     assert names and steps <= set(names), (names, steps)
 
