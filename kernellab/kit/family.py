@@ -282,18 +282,11 @@ class Family:
 
     def case_bytes(self, pass_: str, shape, dtype: str, **params) -> int:
         """The byte model of one pass: the forward's, the backward's own, or both together."""
-        fwd = int(self.bytes_moved(shape, dtype, **params))
-        if pass_ == "forward":
-            return fwd
-        bwd = int((self.backward_bytes or self.bytes_moved)(shape, dtype, **params))
-        return bwd if pass_ == "backward" else fwd + bwd
+        return _per_pass(pass_, self.bytes_moved, self.backward_bytes, shape, dtype, params)
 
     def case_flops(self, pass_: str, shape, dtype: str, **params) -> int:
-        fwd = int(self.flops(shape, dtype, **params))
-        if pass_ == "forward":
-            return fwd
-        bwd = int((self.backward_flops or self.flops)(shape, dtype, **params))
-        return bwd if pass_ == "backward" else fwd + bwd
+        """The FLOP model of one pass, as ``case_bytes``."""
+        return _per_pass(pass_, self.flops, self.backward_flops, shape, dtype, params)
 
     def remove(self, key: str) -> None:
         """Used by tests that register deliberately broken implementations."""
@@ -390,3 +383,13 @@ def check_positional(owner: str, what: str, fn: Callable, least: int,
     if inspect.Parameter.VAR_POSITIONAL not in kinds and positional < least:
         raise FamilyError(f"family {owner!r}: {what} takes {positional} positional argument(s); it must take "
                           f"{form}")
+
+
+def _per_pass(pass_: str, forward, backward, shape, dtype: str, params: dict) -> int:
+    """A model of one pass from the forward's and the backward's (the forward's where the family
+    gives none): forward, backward, or their sum for forward+backward."""
+    fwd = int(forward(shape, dtype, **params))
+    if pass_ == "forward":
+        return fwd
+    bwd = int((backward or forward)(shape, dtype, **params))
+    return bwd if pass_ == "backward" else fwd + bwd
