@@ -171,3 +171,17 @@ def test_rows_without_a_pass_column_read_as_forward():
     assert rows.typed({"kernel": "gelu"})["pass"] == "forward"
     assert rows.typed({"kernel": "gelu", "pass": "backward"})["pass"] == "backward"
     assert rows.problems({"pass": "sideways"}) and "pass='sideways'" in " ".join(rows.problems({"pass": "sideways"}))
+
+
+def test_a_backward_is_profiled_by_its_own_call(tmp_path):
+    """torch.profiler runs a backward implementation as its case does (dy and saved state made
+    outside, gradients returned): the autograd backward's ops are the top events, with a trace."""
+    from kernellab.engine import registry
+    from kernellab.engine.profile import profile_case
+
+    fam = registry.load().family("rms_norm")
+    impl = fam.impls["torch_naive.bwd"]
+    trace = tmp_path / "bwd.trace.json.gz"
+    rows_ = profile_case(fam, impl, Case(fam.name, impl.key, (16, 64), "fp32"), "cpu", trace)
+    assert rows_ and trace.stat().st_size > 0
+    assert any("backward" in r["name"].lower() or "Backward" in r["name"] for r in rows_), [r["name"] for r in rows_]

@@ -196,6 +196,64 @@ def test_every_familys_compiled_implementation_lowers_ahead(name):
     assert launch.compiles_ahead(REGISTRY.family(name).impls["compiled"].fn)
 
 
+_LOWER_BACKWARD_THEN_CALL = """
+import json, torch
+from torch._dynamo.utils import counters
+from kernellab.engine.launch import compile_only
+from kernellab.kit.grads import autograd_backward
+
+def forward(x, w):
+    return torch.tanh(x) * w
+
+x, w, dy = torch.randn(8, 32), torch.randn(32), torch.randn(8, 32)
+save, fn = autograd_backward(forward, ("dx", "dw"), compile=True)
+compile_only(save, None, x, w)
+torch._dynamo.reset()
+counters.clear()
+save, fn = autograd_backward(forward, ("dx", "dw"), compile=True)
+dx, dw = fn(None, dy, save(x, w), x, w)
+x64, w64 = x.double().requires_grad_(), w.double().requires_grad_()
+rx, rw = torch.autograd.grad(forward(x64, w64), (x64, w64), dy.double())
+print(json.dumps({"hits": counters["inductor"]["fxgraph_cache_hit"],
+                  "misses": counters["inductor"]["fxgraph_cache_miss"],
+                  "right": bool(torch.allclose(dx.double(), rx, atol=1e-5)
+                                and torch.allclose(dw.double(), rw, atol=1e-4))}))
+"""
+
+
+@pytest.mark.slow  # torch.compile's Inductor: CI's second stage
+def test_lowering_a_backward_ahead_caches_its_backward_graph_too(tmp_path):
+    """A compiled backward's preparation lowers the forward with inputs that require a gradient,
+    and AOTAutograd lowers the backward with it, not at the first backward call: the real
+    forward and backward afterwards (a fresh Dynamo) compile nothing, both found in the cache."""
+    got = in_fresh_interpreter(_LOWER_BACKWARD_THEN_CALL, {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path),
+                                                         "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"})
+    assert got == {"hits": 2, "misses": 0, "right": True}
+
+
+@pytest.mark.parametrize("key", sorted(f"{n}/{k}" for n, f in REGISTRY.families.items()
+                                       for k, i in f.impls.items() if i.backward and i.backend == "compile"))
+def test_every_compiled_backward_lowers_ahead(key):
+    name, impl = key.split("/")
+    assert launch.compiles_ahead(REGISTRY.family(name).impls[impl].save)
+
+
+def test_a_triton_backward_records_its_launches_from_shapes_and_runs_none():
+    """A backward step compiles ahead as a forward does: its saved state made from ``meta``
+    inputs, every launch of its call recorded, none run."""
+    from kernellab.engine.autotune import recorded_launches
+
+    found = [(f, i) for _, f in sorted(REGISTRY.families.items()) for i in f.impls.values()
+             if i.backward and i.backend == "triton"]
+    assert found, "no Triton backward among the default families"
+    for fam, impl in found:
+        shape = (8, 512) if 2 in fam.shape_rank else (4096,)
+        dtype = fam.dtypes[0]
+        recorded = recorded_launches(fam, impl, Case(fam.name, impl.key, shape, dtype), "meta")
+        assert recorded, impl.key
+        assert not any(isinstance(a, torch.Tensor) for _fn, _c, args, _ in recorded for a in args)
+
+
 # ------------------------------------------------------------------ on the GPU
 @pytest.mark.gpu
 def test_preparations_launch_no_kernel_on_the_gpu(tmp_path):

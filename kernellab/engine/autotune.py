@@ -18,6 +18,7 @@ import time
 from typing import Iterator
 
 from kernellab.engine import launch, phases, runtime, triton_utils
+from kernellab.engine.calls import case_call
 from kernellab.engine.cases import Case
 from kernellab.engine.registry import Family, Impl
 from kernellab.engine.stats import summarize
@@ -35,13 +36,7 @@ def autotune_impl(family: Family, impl: Impl, cases: list[Case], cfg: TimingConf
     if not interpreted and compile_workers > 1:
         precompile(family, impl, cases, device, compile_workers)
     for case in cases:
-        params = case.param_dict
-        inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
-        out = family.out_like(*inputs, **params)
-
-        def call(out=out, inputs=inputs, params=params):
-            return impl.fn(out, *inputs, **params)
-
+        call = case_call(family, impl, case, device).call
         for kernel in impl.triton_kernels:
             name = getattr(getattr(kernel, "fn", kernel), "__name__", str(kernel))
             base = {**case.labels(), "triton_kernel": name}
@@ -67,11 +62,9 @@ def precompile(family: Family, impl: Impl, cases: list[Case], device: str, worke
 
 def recorded_launches(family: Family, impl: Impl, case: Case, device: str, mode=contextlib.nullcontext) -> list:
     """The Triton launches ``impl`` makes for ``case`` (inside ``mode()``), recorded, not run."""
-    params = case.param_dict
-    inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
-    out = family.out_like(*inputs, **params)
+    call = case_call(family, impl, case, device).call
     with launch.recording() as recorded, mode(), runtime.matmul_precision(case.dtype):
-        impl.fn(out, *inputs, **params)
+        call()
     return list(recorded)
 
 

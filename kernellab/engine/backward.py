@@ -136,16 +136,17 @@ def check_outputs(outputs: dict, refs: dict, dtype: str, check: Callable, tol: f
 def run_check(family: Family, impl: Impl, case, seed: int, device: str, check: Callable,
               contract_error: Callable) -> dict:
     """One seed of a backward or forward+backward case: every gradient against its reference."""
+    from kernellab.engine.calls import case_call
+
     params = case.param_dict
-    inputs = family.make_inputs(case.shape, case.dtype, device, seed, **params)
-    dy = upstream(family, inputs, params, seed)
-    out = grad_buffers(family, inputs)
+    made = case_call(family, impl, case, device, seed)
     with runtime.matmul_precision(case.dtype):
-        result = call_of(impl, out, dy, inputs, params)[0]()
+        result = made.call()
     runtime.synchronize()
-    got, broken = outputs_contract(family, impl, result, out)
+    got, broken = outputs_contract(family, impl, result, made.out)
     if broken:
         return contract_error(broken)
+    inputs, dy = made.inputs, made.dy
     refs = reference_grads(family, inputs, dy, params)
     tol = family.tolerance(case.shape, case.dtype) if family.tolerance is not None else None
     floors = {}
@@ -157,15 +158,3 @@ def run_check(family: Family, impl: Impl, case, seed: int, device: str, check: C
                         for x in inputs]
             floors = family.backward_error_floor(*inputs64, dy.to(torch.float64), **params)
     return check_outputs(dict(zip(family.grad_names(), got, strict=True)), refs, case.dtype, check, tol, floors)
-
-
-def bench_call(family: Family, impl: Impl, case, device: str) -> tuple[Callable, Callable | None]:
-    """(the call a backward or forward+backward case times, the gradient reset between samples)."""
-    params = case.param_dict
-    inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
-    dy = upstream(family, inputs, params, 0)
-    out = grad_buffers(family, inputs)
-    with runtime.matmul_precision(case.dtype):
-        call, saved = call_of(impl, out, dy, inputs, params)
-    runtime.synchronize()  # the saved state's forward, outside the timed region
-    return call, grad_reset(inputs, saved)

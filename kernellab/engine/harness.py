@@ -21,6 +21,7 @@ import time
 from typing import Iterator
 
 from kernellab.engine import backward, isolate, phases, runtime
+from kernellab.engine.calls import case_call
 from kernellab.engine.cases import Case, KernelPlan, shape_str
 from kernellab.engine.progress import ImplWork, Progress
 from kernellab.engine.registry import Family, Impl
@@ -225,12 +226,12 @@ def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: st
     if impl.backward:  # several outputs, each against autograd's float64 gradient
         return backward.run_check(family, impl, case, seed, device, check_against_reference, _contract_error(case))
     params = case.param_dict
-    inputs = family.make_inputs(case.shape, case.dtype, device, seed, **params)
-    out = family.out_like(*inputs, **params)
+    made = case_call(family, impl, case, device, seed)
+    inputs, out = made.inputs, made.out
     if out.is_floating_point():
         out.fill_(math.nan)  # poison: an element the implementation does not write fails
     with runtime.matmul_precision(case.dtype):
-        result = impl.fn(out, *inputs, **params)
+        result = made.call()
     runtime.synchronize()
     broken = out_contract(family, impl, result, out)
     if broken:
@@ -292,17 +293,8 @@ def check_impl(family: Family, impl: Impl, cases: list[Case], seeds: list[int], 
 
 # ------------------------------------------------------------------ bench
 def run_case_bench(family: Family, impl: Impl, case: Case, cfg: TimingConfig, device: str) -> tuple[dict, list]:
-    params = case.param_dict
-    reset = None
-    if impl.backward:  # its saved state made here, outside the timed call
-        call, reset = backward.bench_call(family, impl, case, device)
-    else:
-        inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
-        out = family.out_like(*inputs, **params)
-
-        def call():
-            return impl.fn(out, *inputs, **params)
-
+    made = case_call(family, impl, case, device)
+    call, reset = made.call, made.reset
     with runtime.matmul_precision(case.dtype):
         timing = measure(call, cfg, device, before_sample=reset)
     rec = timing.record()

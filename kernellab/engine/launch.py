@@ -141,7 +141,12 @@ def compiles_ahead(fn: Callable) -> bool:
 def compile_only(fn: Callable, out, *inputs, **params) -> None:
     """Lower ``fn``'s graph for these inputs with Inductor, into the run's caches, without
     running it (``kernellab.engine.prepare``); the real call then finds the compiled graph there."""
-    fn.lower(_lower_only, out, *inputs, **params)
+    import torch._functorch.config
+
+    # a forward whose inputs require a gradient: AOTAutograd lowers its backward now, not at the
+    # first backward call, so the backward's kernels land in the caches too
+    with torch._functorch.config.patch(force_non_lazy_backward_lowering=True):
+        fn.lower(_lower_only, out, *inputs, **params)
 
 
 def _lower_only(gm, example_inputs):

@@ -59,7 +59,8 @@ def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
     import torch._inductor.compile_fx  # noqa: F401
 
     lowered, left = 0, 0
-    if compiles_ahead(impl.fn):
+    target = impl.save if impl.backward else impl.fn  # a backward's graph is its saved forward's
+    if compiles_ahead(target):
         with _gpu_left_alone():
             for case in cases:
                 params = case.param_dict
@@ -69,7 +70,7 @@ def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
                 out = family.out_like(*inputs, **params)
                 try:
                     with runtime.matmul_precision(case.dtype):
-                        compile_only(impl.fn, out, *inputs, **params)
+                        compile_only(target, out, *inputs, **params)
                     lowered += 1
                 except Exception:  # noqa: BLE001 - its turn compiles it and reports what fails
                     left += 1

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from kernellab.engine import runtime
+from kernellab.engine.calls import case_call
 from kernellab.engine.cases import Case
 from kernellab.engine.registry import Family, Impl
 from kernellab.io import write_bytes
@@ -26,17 +27,18 @@ def _time(evt, attr_new: str, attr_old: str) -> float:
 def profile_case(family: Family, impl: Impl, case: Case, device: str, trace_path: Path, calls: int = 3) -> list[dict]:
     from torch.profiler import ProfilerActivity, profile
 
-    params = case.param_dict
-    inputs = family.make_inputs(case.shape, case.dtype, device, 0, **params)
-    out = family.out_like(*inputs, **params)
+    made = case_call(family, impl, case, device)
+    reset = made.reset or (lambda: None)
     with runtime.matmul_precision(case.dtype):
         for _ in range(3):  # warm-up: JIT, autotuning and allocation stay out of the table
-            impl.fn(out, *inputs, **params)
+            reset()
+            made.call()
         runtime.synchronize()
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         with profile(activities=activities) as prof:
             for _ in range(calls):
-                impl.fn(out, *inputs, **params)
+                reset()
+                made.call()
             runtime.synchronize()
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "trace.json"
