@@ -185,3 +185,18 @@ def test_a_backward_is_profiled_by_its_own_call(tmp_path):
     rows_ = profile_case(fam, impl, Case(fam.name, impl.key, (16, 64), "fp32"), "cpu", trace)
     assert rows_ and trace.stat().st_size > 0
     assert any("backward" in r["name"].lower() or "Backward" in r["name"] for r in rows_), [r["name"] for r in rows_]
+
+
+@pytest.mark.gpu
+def test_the_ncu_target_runs_a_backward_step_as_its_case_does(tmp_path):
+    """The process ncu profiles calls a backward with its upstream gradient and saved state (it
+    called fn(out, *inputs) and every backward step's ncu row was an error)."""
+    import json
+
+    from kernellab.engine import ncu_target, registry
+
+    status = tmp_path / "status.json"
+    dirs = ":".join(str(d) for d in registry.kernel_dirs(None))
+    assert ncu_target.main(["", str(status), dirs, "layer_norm:triton@partials.bwd:fp32:64x1024",
+                            "rms_norm:torch_naive.bwd:bf16:64x1024"]) == 0
+    assert json.loads(status.read_text()) == [{"status": "ok", "reason": ""}] * 2

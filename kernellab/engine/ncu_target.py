@@ -21,7 +21,8 @@ import sys
 def main(argv: list[str]) -> int:
     build_json, status_json, kernel_dirs, *steps = argv
     from kernellab.engine import cuda_ext, registry, runtime
-    from kernellab.engine.cases import parse_shape
+    from kernellab.engine.calls import case_call
+    from kernellab.engine.cases import Case, parse_shape
     from kernellab.engine.ncu import RANGE
 
     device = runtime.setup()
@@ -36,13 +37,14 @@ def main(argv: list[str]) -> int:
         call = None
         try:
             family = reg.family(kernel)
-            params = family.first_params()
-            impl = reg.impl(kernel, impl_key)
-            inputs = family.make_inputs(parse_shape(shape), dtype, device, 0, **params)
-            out = family.out_like(*inputs, **params)
+            params = tuple(sorted(family.first_params().items()))
+            made = case_call(family, reg.impl(kernel, impl_key), Case(kernel, impl_key, parse_shape(shape), dtype,
+                                                                     params), device)
+            reset = made.reset or (lambda: None)
 
-            def call(impl=impl, out=out, inputs=inputs, params=params):
-                return impl.fn(out, *inputs, **params)
+            def call(made=made, reset=reset):
+                reset()
+                return made.call()
 
             with runtime.matmul_precision(dtype):
                 for _ in range(3):
