@@ -202,6 +202,12 @@ def backward_bytes(shape, dtype, **_):
     return (3 * numel(shape) + 2 * shape[-1]) * element_size(dtype) + 4 * shape[0]
 
 
+def rstd_of(x, w):
+    """The saved state a forward leaves for the CUDA backward: each row's fp32 rstd."""
+    x32 = x.float()
+    return torch.rsqrt((x32 * x32).mean(dim=-1) + EPS).contiguous()
+
+
 def rms_norm_op(x, w):
     """PyTorch's RMSNorm (its autograd is the fused backward)."""
     return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, EPS)
@@ -235,4 +241,6 @@ FAMILY.add("quack", returns_new(rms_norm_quack))
 FAMILY.add_autograd("torch_naive", rms_norm_naive)
 FAMILY.add_autograd("torch_fused", rms_norm_op)
 FAMILY.add_autograd("compiled", rms_norm_naive, compile=True)
-# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton).
+# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton); the
+# backward's, cuda_bwd/<step>.cu, running the op rms_norm_bwd(x, w, dy, rstd, dx, dw, step).
+FAMILY.add_cuda_backward("cuda_bwd", save=rstd_of)
