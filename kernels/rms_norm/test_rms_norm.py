@@ -61,3 +61,68 @@ def test_looped_path_in_chunks(even, known_trip):
     launch(rms_norm_kernel, (3,), x, w, out, 3, cols, x.stride(0), out.stride(0), 1e-6,
            BLOCK_COLS=64, TILE=16, LOOPED=True, EVEN=even, KNOWN_TRIP=known_trip, num_warps=1)
     check(fam, out, (x, w), out, (3, cols), "fp32")
+
+
+BWD_STEPS = ["block_atomic", "block_partials", "persistent"]
+
+
+def _fake_rms_norm_bwd(calls):
+    """A stand-in for the op rms_norm_bwd(x, w, dy, rstd, dx, dw, step), in PyTorch: what the CUDA
+    steps compute, from the arguments in the op's order."""
+
+    def op(x, w, dy, rstd, dx, dw, step):
+        calls.append(step)
+        x32, w32, dy32, r = x.float(), w.float(), dy.float(), rstd[:, None]
+        xhat = x32 * r
+        c = (w32 * dy32 * xhat).mean(dim=-1, keepdim=True)
+        dx.copy_(r * (w32 * dy32 - xhat * c))
+        dw.copy_((dy32 * xhat).sum(0))
+
+    return op
+
+
+def test_cuda_backward_steps_run_the_backward_op_with_the_saved_rstd(monkeypatch):
+    """Each cuda_bwd step is a backward of the family, its saved state the fp32 rstd of each row, and
+    it hands x, w, dy, rstd, dx, dw and its name to the op rms_norm_bwd: with the op replaced by its
+    PyTorch equivalent, every step's dx and dw pass the harness's check against autograd's float64
+    gradients (a swapped argument would fail it)."""
+    import types
+
+    from kernellab.engine.cases import Case
+    from kernellab.engine.harness import run_case_check
+    from kernellab.kit import adapters
+
+    calls = []
+    ops = types.SimpleNamespace(rms_norm_bwd=_fake_rms_norm_bwd(calls))
+    monkeypatch.setattr(adapters, "cuda_ops", lambda family=None, step=None: ops)
+    steps = {i.step: i for i in fam.impls.values() if i.backend == "cuda" and i.backward}
+    assert list(steps) == BWD_STEPS and [s.order for s in steps.values()] == [1, 2, 3]
+    for name, impl in steps.items():
+        assert (impl.key, impl.pass_, impl.ladder_name) == (f"cuda@{name}.bwd", "backward", "cuda_bwd")
+        x, w = fam.make_inputs((6, 40), "bf16", DEVICE, 1)
+        rstd = impl.save(x, w)
+        assert (rstd.dtype, tuple(rstd.shape), rstd.is_contiguous()) == (torch.float32, (6,), True)
+        torch.testing.assert_close(rstd, torch.rsqrt(x.double().pow(2).mean(-1) + 1e-6).float())
+        for dtype in fam.dtypes:
+            row = run_case_check(fam, impl, Case("rms_norm", impl.key, (6, 40), dtype), 1, DEVICE)
+            assert row["status"] == "ok", row
+    assert calls == [s for s in BWD_STEPS for _ in fam.dtypes]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("step", BWD_STEPS)
+@pytest.mark.parametrize("shape", [(64, 1024), (37, 1000), (5, 8191), (300, 4096), (3, 70000)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_cuda_backward_op(kl_ops, dtype, shape, step):
+    """Every step of the backward ladder against float64 autograd: rows that take vectors, rows that
+    do not (odd widths), a partial last group of rows, and rows too long for a shared-memory dw."""
+    x = randn_cuda(shape, dtype, 8, scale=2.0, offset=0.5)
+    w = randn_cuda(shape[-1:], dtype, 9, offset=1.0)
+    dy = randn_cuda(shape, dtype, 10)
+    rstd = fam.impls[f"cuda@{step}.bwd"].save(x, w)
+    dx, dw = empty_like_nan(x), empty_like_nan(w)
+    kl_ops.rms_norm_bwd(x, w, dy, rstd, dx, dw, step)
+    xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
+    gx, gw = torch.autograd.grad(fam.reference(xd, wd), (xd, wd), dy.double())
+    assert cuda_rel_err(dx, gx) < cuda_tol(dtype)
+    assert cuda_rel_err(dw, gw) < cuda_tol(dtype)
