@@ -151,6 +151,35 @@ def rms_norm_quack(x, w):
     return _quack_rms_norm(x, w, eps=EPS)[0]
 
 
+# Their backward kernels, each handed the state its own forward saves (outside a backward case's timed region).
+_liger_rms_norm_bwd = peers.entry(peers.LIGER, "liger_kernel.ops.rms_norm", "rms_norm_backward")
+_quack_rms_norm_bwd = peers.entry(peers.QUACK, "quack.rmsnorm", "rmsnorm_bwd")
+
+
+def liger_saved(x, w):
+    """Liger's forward's state for its backward: (rstd, block size, warps, casting mode)."""
+    return tuple(_liger_rms_norm(x, w, EPS, 0.0, "llama", None)[2:6])
+
+
+def rms_norm_liger_bwd(out, dy, saved, x, w):
+    """rms_norm_backward(dY, X, W, RSTD, offset, casting_mode, BLOCK_SIZE, num_warps, in_place, row_mode):
+    not in place (in place, dx overwrites dy, which every sample reuses); row_mode None, Liger's choice."""
+    rstd, block, warps, mode = saved
+    dx, dw = _liger_rms_norm_bwd(dy, x, w, rstd, 0.0, mode, block, warps, False, None)
+    return dx, dw
+
+
+def quack_saved(x, w):
+    """QuACK's forward's state for its backward: the fp32 rstd of each row."""
+    return _quack_rms_norm(x, w, eps=EPS, store_rstd=True)[2]
+
+
+def rms_norm_quack_bwd(out, dy, saved, x, w):
+    """rmsnorm_bwd(x, weight, dout, rstd) returns (dx, dw, db, dresidual); dw in w's dtype."""
+    dx, dw = _quack_rms_norm_bwd(x, w, dy, saved)[:2]
+    return dx, dw.to(w.dtype)
+
+
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 
@@ -241,6 +270,8 @@ FAMILY.add("quack", returns_new(rms_norm_quack))
 FAMILY.add_autograd("torch_naive", rms_norm_naive)
 FAMILY.add_autograd("torch_fused", rms_norm_op)
 FAMILY.add_autograd("compiled", rms_norm_naive, compile=True)
+FAMILY.add_backward("liger", rms_norm_liger_bwd, save=liger_saved)
+FAMILY.add_backward("quack", rms_norm_quack_bwd, save=quack_saved)
 # The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton); the
 # backward's, cuda_bwd/<step>.cu, running the op rms_norm_bwd(x, w, dy, rstd, dx, dw, step).
 FAMILY.add_cuda_backward("cuda_bwd", save=rstd_of)

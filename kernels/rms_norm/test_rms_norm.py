@@ -126,3 +126,81 @@ def test_gpu_cuda_backward_op(kl_ops, dtype, shape, step):
     gx, gw = torch.autograd.grad(fam.reference(xd, wd), (xd, wd), dy.double())
     assert cuda_rel_err(dx, gx) < cuda_tol(dtype)
     assert cuda_rel_err(dw, gw) < cuda_tol(dtype)
+
+
+PEER_BWD = {"liger": "Liger-Kernel needs a CUDA GPU", "quack": "QuACK needs a CUDA GPU (sm_90+)"}
+
+
+@pytest.mark.skipif(runtime.has_gpu(), reason="checks the rows of a machine without a GPU")
+@pytest.mark.parametrize("kind", sorted(PEER_BWD))
+def test_peer_backwards_are_unavailable_without_a_gpu(kind):
+    """Liger's and QuACK's backwards are backward and forward+backward implementations whose rows,
+    on a machine without a GPU, are unavailable with the reason (their saved state's forward is
+    where it shows), and neither library is imported."""
+    import sys
+
+    from kernellab.engine.cases import Case
+    from kernellab.engine.harness import check_impl
+
+    for key in (f"{kind}.bwd", f"{kind}.fwdbwd"):
+        impl = fam.impls[key]
+        assert (impl.impl, impl.backward, impl.save is not None) == (kind, True, True)
+        cases = [Case("rms_norm", key, (4, 64), dtype) for dtype in fam.dtypes]
+        rows = list(check_impl(fam, impl, cases, [0], "cpu"))
+        assert [(r["status"], r["reason"]) for r in rows] == [("unavailable", PEER_BWD[kind])] * len(cases)
+    assert not [m for m in sys.modules if m.split(".")[0] in ("liger_kernel", "quack")]
+
+
+def test_peer_backwards_get_their_forwards_state_and_return_dx_and_dw(monkeypatch):
+    """With fake libraries on a GPU they run on: each backward is handed what its own forward saved
+    (Liger: rstd, block size, warps and casting mode, not in place; QuACK: the rstd it stores on
+    request) and returns (dx, dw), dw in w's dtype."""
+    import sys
+    import types
+
+    from kernellab.engine.backward import call_of, grad_buffers, outputs_contract
+    from kernellab.kit import peers
+
+    from . import __name__ as family_module
+
+    mod = sys.modules[family_module]
+    monkeypatch.setattr(peers, "gpu_reason", lambda peer, tensor: "")
+    seen = {}
+
+    def liger_fwd(x, w, eps, offset, mode, row_mode):
+        return torch.empty_like(x), x, torch.ones(x.shape[0]), 1024, 4, mode
+
+    def liger_bwd(*args):
+        seen["liger"] = args[3:]
+        return torch.zeros_like(args[1]), torch.zeros_like(args[2])
+
+    def quack_fwd(x, w, eps, store_rstd):
+        seen["quack_fwd"] = (eps, store_rstd)
+        return torch.empty_like(x), None, torch.full((x.shape[0],), 2.0)
+
+    def quack_bwd(x, w, dout, rstd):
+        seen["quack"] = rstd
+        return torch.zeros_like(x), torch.zeros_like(w, dtype=torch.float32), None, None
+
+    for module, fns in (("liger_kernel.ops.rms_norm", {"rms_norm_forward": liger_fwd, "rms_norm_backward": liger_bwd}),
+                        ("quack.rmsnorm", {"rmsnorm_fwd": quack_fwd, "rmsnorm_bwd": quack_bwd})):
+        parts = module.split(".")
+        for i in range(1, len(parts) + 1):
+            monkeypatch.setitem(sys.modules, ".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
+        for name, fn in fns.items():
+            setattr(sys.modules[module], name, fn)
+    for attr in ("_liger_rms_norm", "_liger_rms_norm_bwd", "_quack_rms_norm", "_quack_rms_norm_bwd"):
+        old = getattr(mod, attr)
+        monkeypatch.setattr(mod, attr, peers.entry(old.peer, *old.where))
+    x, w = fam.make_inputs((3, 32), "bf16", DEVICE, 2)
+    dy = torch.ones_like(x)
+    for kind in ("liger", "quack"):
+        impl = fam.impls[f"{kind}.bwd"]
+        out = grad_buffers(fam, (x, w))
+        call, _ = call_of(impl, out, dy, (x, w), {})
+        got, broken = outputs_contract(fam, impl, call(), out)
+        assert not broken and [t.dtype for t in got] == [torch.bfloat16, torch.bfloat16]
+    rstd, offset, mode, block, warps, in_place, row_mode = seen["liger"]
+    assert (rstd.tolist(), offset, mode, block, warps, in_place, row_mode) == ([1.0] * 3, 0.0, "llama", 1024, 4, False,
+                                                                                None)
+    assert seen["quack_fwd"] == (1e-6, True) and seen["quack"].tolist() == [2.0] * 3
