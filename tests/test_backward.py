@@ -171,3 +171,16 @@ def test_rows_without_a_pass_column_read_as_forward():
     assert rows.typed({"kernel": "gelu"})["pass"] == "forward"
     assert rows.typed({"kernel": "gelu", "pass": "backward"})["pass"] == "backward"
     assert rows.problems({"pass": "sideways"}) and "pass='sideways'" in " ".join(rows.problems({"pass": "sideways"}))
+
+
+def test_a_cuda_backward_ladder_needs_gradients_and_is_declared_once():
+    """Family.add_cuda_backward: a family without gradients, a ladder declared twice or a save that
+    is not a function is refused, naming the ladder."""
+    with pytest.raises(FamilyError, match="'cuda_bwd' is a backward, but the family declares no gradients"):
+        Family(title="t", dtypes=("fp32",)).add_cuda_backward("cuda_bwd")
+    fam = Family(title="t", dtypes=("fp32",), grads=("dx",))
+    fam.add_cuda_backward("cuda_bwd", save=lambda x: x)
+    with pytest.raises(FamilyError, match="'cuda_bwd' declared twice"):
+        fam.add_cuda_backward("cuda_bwd")
+    with pytest.raises(FamilyError, match="save must be a function"):
+        fam.add_cuda_backward("other", save=3)
