@@ -200,3 +200,16 @@ def test_the_ncu_target_runs_a_backward_step_as_its_case_does(tmp_path):
     assert ncu_target.main(["", str(status), dirs, "layer_norm:triton@partials.bwd:fp32:64x1024",
                             "rms_norm:torch_naive.bwd:bf16:64x1024"]) == 0
     assert json.loads(status.read_text()) == [{"status": "ok", "reason": ""}] * 2
+
+
+def test_a_cuda_backward_ladder_needs_gradients_and_is_declared_once():
+    """Family.add_cuda_backward: a family without gradients, a ladder declared twice or a save that
+    is not a function is refused, naming the ladder."""
+    with pytest.raises(FamilyError, match="'cuda_bwd' is a backward, but the family declares no gradients"):
+        Family(title="t", dtypes=("fp32",)).add_cuda_backward("cuda_bwd")
+    fam = Family(title="t", dtypes=("fp32",), grads=("dx",))
+    fam.add_cuda_backward("cuda_bwd", save=lambda x: x)
+    with pytest.raises(FamilyError, match="'cuda_bwd' declared twice"):
+        fam.add_cuda_backward("cuda_bwd")
+    with pytest.raises(FamilyError, match="save must be a function"):
+        fam.add_cuda_backward("other", save=3)

@@ -175,9 +175,9 @@ def test_every_binding_compiles_against_torch(family, tmp_path):
 @pytest.mark.parametrize("family", sorted(cuda_build.family_sources()))
 @pytest.mark.slow
 def test_every_step_file_registers_in_its_family_table(family, tmp_path):
-    """A host program linking a family's .cu files (PTX only, no GPU needed) lists the step table
-    that its header's KL_STEP_TABLE defines: one table for every source of the library, holding
-    each CUDA step of the family's ladders."""
+    """A host program linking a family's .cu files (PTX only, no GPU needed) lists the step tables
+    that its header's KL_STEP_TABLEs define (one per op: rms_norm's forward and backward): one table
+    for every source of the library, together holding each CUDA step of the family's ladders."""
     import re
 
     from kernellab.engine import registry
@@ -187,21 +187,24 @@ def test_every_step_file_registers_in_its_family_table(family, tmp_path):
     folder = cuda_build.family_folder(sources[0])
     tables = [(h, m.group(1)) for h in sorted(folder.rglob("*.h"))
               for m in re.finditer(r"^KL_STEP_TABLE\((\w+),", h.read_text(), re.M)]
-    assert len(tables) == 1, tables
-    header, table = tables[0]
+    assert tables and len({h for h, _ in tables}) == 1, tables
+    header = tables[0][0]
     main = tmp_path / "main.cu"
-    main.write_text(f'#include <cstdio>\n#include "{header.name}"\nint main() {{ for (const auto& e : '
-                    f'kl::{table}_steps()) std::printf("%s\\n", e.first.c_str()); }}\n')
+    loops = "".join(f'for (const auto& e : kl::{t}_steps()) std::printf("{t} %s\\n", e.first.c_str()); '
+                    for _, t in tables)
+    main.write_text(f'#include <cstdio>\n#include "{header.name}"\nint main() {{ {loops}}}\n')
     dirs = dict.fromkeys(d for f in [header, *sources] for d in cuda_build.include_dirs(f))
     exe = tmp_path / "steps"
     build = subprocess.run([nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-arch=compute_90",
                             *(f"-I{d}" for d in dirs), str(main), *map(str, sources), "-o", str(exe)],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-3000:]
-    names = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    listed = [line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                      check=True).stdout.splitlines()]
+    assert {t for t, _ in listed} == {t for _, t in tables}  # every table holds a step
     fam = registry.load().family(family)
     steps = {i.step for i in fam.impls.values() if i.backend == "cuda" and i.step}
-    assert names and steps <= set(names), (names, steps)
+    assert steps <= {s for _, s in listed}, (listed, steps)
 
 
 def test_setup_arch_flags():

@@ -184,10 +184,17 @@ def load_family(name: str, folder: Path) -> Family:
             impl = getattr(value, STEP_MARK, None)
             if isinstance(impl, Impl) and getattr(value, "__module__", None) == mod.__name__:
                 fam.add(_placed(impl, Path(mod.__file__), folder))
-    for ladder, step, source in cuda_step_files(folder, texts):
-        fam.add(Impl("cuda", _cuda_runner(fam, step), step=step, ladder=ladder, dtypes=fam.cuda_dtypes,
-                     cuda_kernels=tuple(texts[(ladder, step)].get("kernels") or global_kernels(source))
+    cuda_files = cuda_step_files(folder, texts)
+    for ladder, step, source in cuda_files:
+        backward = fam.cuda_backward.get(ladder)  # (runner factory, save) of a backward ladder
+        fam.add(Impl("cuda", backward[0](fam.name, step) if backward else _cuda_runner(fam, step), step=step,
+                     ladder=ladder, dtypes=fam.cuda_dtypes,
+                     cuda_kernels=tuple(texts[(ladder, step)].get("kernels") or global_kernels(source)),
+                     pass_="backward" if backward else "forward", save=backward[1] if backward else None
                      ).derive(source=source))
+    if stray := sorted(set(fam.cuda_backward) - {ladder for ladder, _, _ in cuda_files}):
+        raise FamilyError(f"{folder / '__init__.py'}: CUDA backward ladder(s) {', '.join(stray)} have no step: a "
+                          f"step is a file {folder}/<ladder>/<step>.cu with its entry in {folder / LADDER_FILE}")
     if not fam.impls:
         raise FamilyError(f"family {name!r} has no implementation: add one with "
                           f"FAMILY.add('torch_fused', fn)")

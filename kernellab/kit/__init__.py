@@ -14,12 +14,15 @@ A family is a folder (``kernels/<name>/`` or one of your own ``kernel_dirs``) wh
   A Triton step is a function marked ``@step`` in a file of the ladder's folder
   (``<ladder>/<step>.py``); a CUDA step is a file ``<ladder>/<step>.cu`` that registers its
   launcher under its name (``KL_STEP``, kernels/common/steps.h), run by
-  ``Family.cuda_step(family, step)`` (default: ``cuda_op(family, family, step)``).
+  ``Family.cuda_step(family, step)`` (default: ``cuda_op(family, family, step)``). A CUDA ladder
+  declared with ``FAMILY.add_cuda_backward(ladder, save=...)`` is a backward's: its steps run
+  ``cuda_backward_op(family, f"{family}_bwd", step)``.
 - Data and counts: ``randn`` (seeded, on the target device), ``generator``, ``numel``,
   ``elementwise_bytes``; the dtypes: ``element_size``, ``torch_dtype``, ``triton_type`` and the
   default ``TOLERANCE`` of each.
 - Adapters: ``returns_new`` (a chain of PyTorch ops), ``compiled`` (``torch.compile``),
-  ``cuda_op`` (an op of the family's CUDA extension), ``cuda_ops`` (the extension's ops).
+  ``cuda_op`` (an op of the family's CUDA extension; ``cuda_backward_op``, a backward's),
+  ``cuda_ops`` (the extension's ops).
 - Triton: ``autotune`` (``triton.autotune`` with the benchmark's timer), ``launch`` and
   ``launch_config`` (which run under the interpreter too; ``forced_config``: the config the
   engine imposes), ``elementwise_configs`` (a 1-D kernel's BLOCK x warps), ``triton_interpreted``,
@@ -34,7 +37,7 @@ and recorded runs, compiling ahead) is ``kernellab.engine.launch``.
 
 from kernellab.errors import Unavailable
 from kernellab.kit import peers
-from kernellab.kit.adapters import compiled, cuda_op, returns_new
+from kernellab.kit.adapters import compiled, cuda_backward_op, cuda_op, returns_new
 from kernellab.kit.data import elementwise_bytes, generator, numel, randn
 from kernellab.kit.dtypes import TOLERANCE, element_size, torch_dtype
 from kernellab.kit.family import Family, builds_on, step
@@ -65,7 +68,8 @@ from kernellab.kit.triton import (
 
 __all__ = [
     "LOOP_MIN_COLS", "ONE_PASS_MAX_COLS", "REGISTER_ROW_COLS", "ROW_STAGES", "TOLERANCE", "CompileSpec", "Family",
-    "Unavailable", "autotune", "builds_on", "chunk_loop_configs", "compiled", "cuda_op", "cuda_ops", "element_size",
+    "Unavailable", "autotune", "builds_on", "chunk_loop_configs", "compiled", "cuda_backward_op", "cuda_op", "cuda_ops",
+    "element_size",
     "elementwise_bytes", "elementwise_configs", "forced_config", "generator", "launch", "launch_config", "numel",
     "peers", "prune_chunk_configs", "prune_row_tile_configs", "randn", "returns_new", "row_grid", "row_shape",
     "row_tile_configs", "rows_per_program", "step", "torch_dtype", "triton_interpreted", "triton_type",

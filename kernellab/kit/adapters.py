@@ -72,3 +72,17 @@ def cuda_op(family: str, name: str, step: str) -> Callable:
         return out
 
     return run
+
+
+def cuda_backward_op(family: str, name: str, step: str) -> Callable:
+    """A backward step ``fn(out, dy, saved, *inputs, **params)`` calling
+    ``torch.ops.kernellab.<name>(*inputs, dy, *saved, *out, *params, step)`` (``saved``: a tensor,
+    a tuple of them, or None), an op that ``family``'s binding.cpp defines; returns ``out``, the
+    gradient buffers it fills."""
+
+    def run(out, dy, saved, *inputs, **params):
+        state = () if saved is None else tuple(saved) if isinstance(saved, (tuple, list)) else (saved,)
+        getattr(cuda_ops(family, step=step), name)(*inputs, dy, *state, *out, *params.values(), step)
+        return tuple(out)
+
+    return run

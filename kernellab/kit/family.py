@@ -205,6 +205,8 @@ class Family:
         self.name = ""
         self.folder: Path | None = None
         self.impls: dict[str, Impl] = {}
+        # ladder -> (runner factory, save): the CUDA ladders declared backward (add_cuda_backward)
+        self.cuda_backward: dict[str, tuple[Callable[[str, str], Callable], Callable | None]] = {}
 
     def named(self, name: str, folder: Path | None = None) -> Family:
         """Give the family its name (its folder's) and folder: the loader's business; tests that
@@ -263,6 +265,33 @@ class Family:
             raise FamilyError(f"family {self.name or '(unnamed)'!r}: backward implementation {impl!r}: passes must be "
                               f"a tuple of {', '.join(BACKWARD_PASSES)}, got {passes!r}")
         return [self.add(Impl(impl, fn, pass_=p, save=save, **options)) for p in passes]
+
+    def add_cuda_backward(self, ladder: str, save: Callable | None = None,
+                          step: Callable[[str, str], Callable] | None = None) -> None:
+        """Declare the CUDA ladder ``ladder`` (its ``<ladder>/<step>.cu`` files, each with its
+        ladder.yaml entry) a backward: the loader adds each of its steps as a backward-pass
+        implementation, run by ``step(family, step name)`` -> ``fn(out, dy, saved, *inputs,
+        **params)`` (as ``add_backward``'s), with ``save`` making its saved state. ``step`` None:
+        ``cuda_backward_op(family, f"{family}_bwd", step)``, the op
+        ``<family>_bwd(*inputs, dy, *saved, *out, *params, step)``."""
+        where = f"family {self.name or '(unnamed)'!r}: CUDA backward ladder {ladder!r}"
+        if not isinstance(ladder, str) or not ladder.isidentifier():
+            raise FamilyError(f"{where}: the ladder is its folder's name, an identifier")
+        if ladder in self.cuda_backward:
+            raise FamilyError(f"{where} declared twice")
+        if not self.grad_names():
+            raise FamilyError(f"{where} is a backward, but the family declares no gradients: give "
+                              f"Family(grads=(...)), the name of each input's gradient, e.g. ('dx', 'dw')")
+        for what, fn in (("save", save), ("step", step)):
+            if fn is not None and not callable(fn):
+                raise FamilyError(f"{where}: {what} must be a function or None, got {fn!r}")
+        if step is None:
+            from kernellab.kit.adapters import cuda_backward_op
+
+            def step(family: str, name: str) -> Callable:
+                return cuda_backward_op(family, f"{family}_bwd", name)
+
+        self.cuda_backward[ladder] = (step, save)
 
     def add_autograd(self, impl: str, forward: Callable, compile: bool = False, **options) -> list[Impl]:
         """Add the backward autograd makes of ``forward(*inputs, **params)`` (PyTorch ops, or

@@ -151,6 +151,35 @@ def rms_norm_quack(x, w):
     return _quack_rms_norm(x, w, eps=EPS)[0]
 
 
+# Their backward kernels, each handed the state its own forward saves (outside a backward case's timed region).
+_liger_rms_norm_bwd = peers.entry(peers.LIGER, "liger_kernel.ops.rms_norm", "rms_norm_backward")
+_quack_rms_norm_bwd = peers.entry(peers.QUACK, "quack.rmsnorm", "rmsnorm_bwd")
+
+
+def liger_saved(x, w):
+    """Liger's forward's state for its backward: (rstd, block size, warps, casting mode)."""
+    return tuple(_liger_rms_norm(x, w, EPS, 0.0, "llama", None)[2:6])
+
+
+def rms_norm_liger_bwd(out, dy, saved, x, w):
+    """rms_norm_backward(dY, X, W, RSTD, offset, casting_mode, BLOCK_SIZE, num_warps, in_place, row_mode):
+    not in place (in place, dx overwrites dy, which every sample reuses); row_mode None, Liger's choice."""
+    rstd, block, warps, mode = saved
+    dx, dw = _liger_rms_norm_bwd(dy, x, w, rstd, 0.0, mode, block, warps, False, None)
+    return dx, dw
+
+
+def quack_saved(x, w):
+    """QuACK's forward's state for its backward: the fp32 rstd of each row."""
+    return _quack_rms_norm(x, w, eps=EPS, store_rstd=True)[2]
+
+
+def rms_norm_quack_bwd(out, dy, saved, x, w):
+    """rmsnorm_bwd(x, weight, dout, rstd) returns (dx, dw, db, dresidual); dw in w's dtype."""
+    dx, dw = _quack_rms_norm_bwd(x, w, dy, saved)[:2]
+    return dx, dw.to(w.dtype)
+
+
 DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
 
 
@@ -202,6 +231,12 @@ def backward_bytes(shape, dtype, **_):
     return (3 * numel(shape) + 2 * shape[-1]) * element_size(dtype) + 4 * shape[0]
 
 
+def rstd_of(x, w):
+    """The saved state a forward leaves for the CUDA backward: each row's fp32 rstd."""
+    x32 = x.float()
+    return torch.rsqrt((x32 * x32).mean(dim=-1) + EPS).contiguous()
+
+
 def rms_norm_op(x, w):
     """PyTorch's RMSNorm (its autograd is the fused backward)."""
     return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, EPS)
@@ -235,4 +270,8 @@ FAMILY.add("quack", returns_new(rms_norm_quack))
 FAMILY.add_autograd("torch_naive", rms_norm_naive)
 FAMILY.add_autograd("torch_fused", rms_norm_op)
 FAMILY.add_autograd("compiled", rms_norm_naive, compile=True)
-# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton).
+FAMILY.add_backward("liger", rms_norm_liger_bwd, save=liger_saved)
+FAMILY.add_backward("quack", rms_norm_quack_bwd, save=quack_saved)
+# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton); the
+# backward's, cuda_bwd/<step>.cu, running the op rms_norm_bwd(x, w, dy, rstd, dx, dw, step).
+FAMILY.add_cuda_backward("cuda_bwd", save=rstd_of)
