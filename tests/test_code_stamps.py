@@ -74,7 +74,7 @@ def test_a_measure_job_runs_the_harness_and_the_timer_not_the_report():
                        "workflow/run_summary.py", "engine/testing.py"}
 
 
-@pytest.mark.parametrize("script", ["profile.py", "ptx.py", "ncu.py"])
+@pytest.mark.parametrize("script", ["ptx.py", "ncu.py"])
 def test_the_other_family_jobs_leave_the_report_and_the_measure_machinery_out(script):
     """Their entries share pipeline.py with ``measure``, whose function imports the timer and
     the harness: a job follows the functions it runs, not the module's others (issue 41 item 10)."""
@@ -202,7 +202,7 @@ def test_editing_the_report_reruns_no_measurement_and_the_timer_every_one_and_no
     kit = _names(reachable([ROOT / "kernellab" / "kit" / "__init__.py"]))
     if "engine/timing.py" in kit:
         pytest.skip("the kit still imports the engine's timer (autotune's bench_config: issue 46)")
-    # no ptx job at all; profile and ncu run the configs measure tunes (its autotune table is their
-    # input), so they follow it, but none for its own code: only the measure jobs' params changed
+    # no ptx job at all; ncu runs the configs measure tunes (its autotune table is its input), so it
+    # follows it, but not for its own code: only the measure jobs' params changed
     assert "ptx" not in jobs, jobs
     assert proc.stdout.count("Params have changed since last execution") == jobs.count("measure"), proc.stdout[-3000:]

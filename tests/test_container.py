@@ -189,7 +189,7 @@ def test_apptainer_dry_run_gives_every_job_the_configured_image(fake_apptainer, 
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
     jobs = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("JOBS"))[4:])
     rules = {name for name, _, _ in jobs}
-    assert {"survey", "build_cuda", "measure", "profile", "ptx", "ncu", "aggregate", "report", "publish"} <= rules
+    assert {"survey", "build_cuda", "measure", "ptx", "ncu", "aggregate", "report", "publish"} <= rules
     want = override or SIF
     assert {(url, local) for _, url, local in jobs} == {(want, override is None)}, jobs
 

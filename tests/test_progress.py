@@ -75,7 +75,7 @@ def test_the_tiny_runs_terminal_is_ours(tiny_run, tiny_terminal):
     about 130 jobs, 22 minutes) adds the same per-job lines, hence its measure: see below."""
     out, terminal = tiny_run[0], tiny_terminal
     lines = terminal.splitlines()
-    assert "USDT" not in terminal and "profiler_start" not in terminal  # Kineto's, in logs/profile/
+    assert "USDT" not in terminal and "profiler_start" not in terminal  # Kineto's, in logs/measure/
     assert "localrule " not in terminal and "steps (" not in terminal and "Execute 1 jobs" not in terminal
     measure = [ln for ln in lines if ln.startswith("measure ")]
     assert measure and all(" cases, " in ln for ln in measure)

@@ -127,7 +127,7 @@ def test_job_kernel_dirs_end_at_the_jobs_families():
 def test_prune_stage_removes_the_files_of_families_the_run_does_not_measure(tmp_path):
     files = {"bench/{}.csv", "bench/{}.samples.json.gz", "check/{}.csv", "autotune/{}.csv", "profile/{}.csv",
              "profile/{}/x.trace.json.gz", "ptx/{}/index.json", "ncu/{}.csv", "build/{}/build.json",
-             "logs/measure/{}.log", "logs/profile/{}.log", "report-{}.md"}
+             "logs/measure/{}.log", "report-{}.md"}
     for family in ("gelu", "silu"):
         for f in files:
             (tmp_path / f.format(family)).parent.mkdir(parents=True, exist_ok=True)
@@ -200,10 +200,10 @@ def test_adding_a_family_runs_its_jobs_only_and_removing_it_reruns_no_measuremen
     with_silu = {**config, "kernel_dirs": [str(ROOT / "kernels"), str(mine)],
                  "kernels": {"vector_add": TINY, "silu": TINY}}
     jobs = _jobs(ran(snakemake(with_silu, "-n")).stdout)
-    for rule in ("build_cuda", "measure", "profile", "ptx"):
+    for rule in ("build_cuda", "measure", "ptx"):
         assert jobs[rule] == ["silu"], jobs
     # the rest: the set's own jobs, and ncu's one session for every family (a no-op without a GPU)
-    assert set(jobs) - {"build_cuda", "measure", "profile", "ptx"} <= {"cuda_resources", "ncu", "aggregate",
+    assert set(jobs) - {"build_cuda", "measure", "ptx"} <= {"cuda_resources", "ncu", "aggregate",
                                                                          "report", "publish", "all"}, jobs
 
     ran(snakemake(with_silu))
@@ -213,7 +213,7 @@ def test_adding_a_family_runs_its_jobs_only_and_removing_it_reruns_no_measuremen
 
     # silu removed: no measurement and no build again, and nothing of silu left in the set
     jobs = _jobs(ran(snakemake(config, "-n")).stdout)
-    assert not {"survey", "build_cuda", "measure", "profile", "ptx"} & set(jobs), jobs
+    assert not {"survey", "build_cuda", "measure", "ptx"} & set(jobs), jobs
     ran(snakemake(config))
     for where in (out, tmp_path / "staging" / out.name):
         stale = [str(p) for p in where.rglob("*silu*")]

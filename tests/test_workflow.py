@@ -31,7 +31,7 @@ def _dirs(tmp: Path) -> list[str]:
 def test_dry_run_of_the_default_config_lists_every_rule(tmp_path):
     proc = _snakemake("-n", "--cores", "1", *_dirs(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for rule in ("survey", "build_cuda", "measure", "profile", "ptx", "ncu", "aggregate", "report",
+    for rule in ("survey", "build_cuda", "measure", "ptx", "ncu", "aggregate", "report",
                  "publish"):
         assert rule in proc.stdout
 

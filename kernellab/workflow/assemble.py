@@ -24,9 +24,9 @@ log = logging.getLogger("kernellab")
 # a family's files in a staging set (FAMILY: its name); the report reads these folders whole
 FAMILY_FILES = ("bench/FAMILY.csv", "bench/FAMILY.samples.json.gz", "check/FAMILY.csv", "autotune/FAMILY.csv",
                 "profile/FAMILY.csv", "profile/FAMILY", "ptx/FAMILY", "ncu/FAMILY.csv", "build/FAMILY",
-                "logs/measure/FAMILY.log", "logs/build_cuda/FAMILY.log", "logs/profile/FAMILY.log",
+                "logs/measure/FAMILY.log", "logs/build_cuda/FAMILY.log",
                 "logs/ptx/FAMILY.log", "logs/measure/FAMILY.job.json", "logs/build_cuda/FAMILY.job.json",
-                "logs/profile/FAMILY.job.json", "logs/ptx/FAMILY.job.json", "report-FAMILY.md")
+                "logs/ptx/FAMILY.job.json", "report-FAMILY.md")
 
 
 def prune_stage(stage: str | os.PathLike, kernels) -> list[str]:

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernellab.engine import cuda_ext, runtime
+from kernellab.engine import cuda_ext, phases, runtime
 from kernellab.io import write_csv, write_json
 from kernellab.workflow.timeline import job_record
 
@@ -272,9 +272,11 @@ def cuda_resources(family_csvs: list[str], out_csv: str) -> None:
 
 
 def measure(config: dict, kernel: str, build_json: str | list[str] | None, check_csv: str, bench_csv: str,
-            samples_json: str, autotune_csv: str) -> None:
+            samples_json: str, autotune_csv: str, profile_csv: str | None = None,
+            trace_dir: str | None = None) -> None:
     """Autotuning, correctness checks and benchmarks of one family: each implementation
-    is tuned (Triton), checked and benchmarked in one worker, so each compile happens once."""
+    is tuned (Triton), checked and benchmarked in one worker, so each compile happens once;
+    then (``profile_csv``) torch.profiler on each at the profile shape (``profile``)."""
     from kernellab.engine import progress
     from kernellab.engine.harness import CHECK_COLUMNS, measure_family
     from kernellab.engine.timing import TimingConfig
@@ -310,10 +312,13 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
     bad = [r for r in checks if r["status"] != "ok"]
     log.info("measure %s: %d autotune rows, %d check rows (%d not ok), %d bench rows", kernel, len(tunes),
              len(checks), len(bad), len(rows))
+    if profile_csv is not None:
+        with phases.phase("profile"):
+            profile(config, [kernel], build_json, [profile_csv], [trace_dir], reg=reg, device=device)
 
 
 def profile(config: dict, kernels: list[str], build_json: str | list[str], out_csvs: list[str],
-            trace_dirs: list[str]) -> None:
+            trace_dirs: list[str], reg=None, device: str | None = None) -> None:
     """torch.profiler's top kernels of every implementation of the families, at each
     family's profile shape, with a Chrome trace each. One worker runs them all (the
     profiler's start-up, CUPTI, costs seconds per process); a crash costs only the
@@ -322,10 +327,11 @@ def profile(config: dict, kernels: list[str], build_json: str | list[str], out_c
     from kernellab.engine.cases import Case
     from kernellab.engine.profile import profile_case
 
-    device = runtime.setup()
-    cuda_ext.configure(build_json)
+    if device is None:  # not already set up by the job's measure
+        device = runtime.setup()
+        cuda_ext.configure(build_json)
     works, labels = [], {}
-    reg = registry_of(config)
+    reg = reg or registry_of(config)
     for kernel, trace_dir in zip(kernels, trace_dirs, strict=True):
         Path(trace_dir).mkdir(parents=True, exist_ok=True)
         if not reg.loaded([kernel]):

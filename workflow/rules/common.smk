@@ -170,7 +170,7 @@ def job_code(script, kernels):
 # change to the code it runs reruns it (Snakemake's params trigger) and parsing writes nothing
 KERNEL_CODE = {
     (rule, k): manifest.digest(job_code(f"{rule}.py", [k]))
-    for rule in ("measure", "profile", "ptx")
+    for rule in ("measure", "ptx")
     for k in KERNELS
 }
 

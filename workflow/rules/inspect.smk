@@ -1,33 +1,4 @@
-# profile and ptx are jobs of one family each: adding a family or changing one profiles and
-# compiles only it (a process's start-up, CUPTI's on a GPU, is paid once per family)
-rule profile:
-    input:
-        build=family_build,
-        # after the measure job: Triton kernels run the configs they tuned
-        tuned=stage("autotune/{kernel}.csv"),
-    output:
-        csv=report(
-            stage("profile/{kernel}.csv"),
-            caption="../../report/captions/profile.rst",
-            category="Profiles",
-            labels={"kernel": "{kernel}"},
-        ),
-        traces=directory(stage("profile/{kernel}")),
-    log:
-        stage("logs/profile/{kernel}.log"),
-    resources:
-        gpu=GPU,
-        gpu_model=gpu_model,
-    params:
-        bytecode=bytecode_cache,
-        code=kernel_code("profile"),
-        kernels=lambda wildcards: [wildcards.kernel],
-        config=kernel_job_config(),
-        env=job_env,
-    script:
-        "../scripts/profile.py"
-
-
+# ptx is a job of one family each: adding a family or changing one compiles only it
 rule ptx:
     input:
         # CUDA kernels: the PTX and cubins of build_cuda's resource report, not a second compile

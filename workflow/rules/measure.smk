@@ -17,6 +17,15 @@ rule measure:
             category="Autotuning",
             labels={"kernel": "{kernel}"},
         ),
+        # torch.profiler at the profile shape, in the same job after the benchmark: Triton kernels
+        # run the configs they tuned, and the job's start-up is paid once, not once more per family
+        profile=report(
+            stage("profile/{kernel}.csv"),
+            caption="../../report/captions/profile.rst",
+            category="Profiles",
+            labels={"kernel": "{kernel}"},
+        ),
+        traces=directory(stage("profile/{kernel}")),
     log:
         stage("logs/measure/{kernel}.log"),
     resources:

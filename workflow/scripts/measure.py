@@ -15,4 +15,6 @@ with job(
         snakemake.output.bench,
         snakemake.output.samples,
         snakemake.output.autotune,
+        snakemake.output.profile,
+        snakemake.output.traces,
     )
