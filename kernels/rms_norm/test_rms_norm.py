@@ -61,3 +61,19 @@ def test_looped_path_in_chunks(even, known_trip):
     launch(rms_norm_kernel, (3,), x, w, out, 3, cols, x.stride(0), out.stride(0), 1e-6,
            BLOCK_COLS=64, TILE=16, LOOPED=True, EVEN=even, KNOWN_TRIP=known_trip, num_warps=1)
     check(fam, out, (x, w), out, (3, cols), "fp32")
+
+
+# ---- the Triton backward ladder -------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(7, 33), (1, 5), (9, 64)])
+def test_triton_backward_steps_match_autograd_and_a_wrong_dw_is_named(shape):
+    """Every Triton backward step's dx and dw against autograd's float64 gradients in both dtypes; a
+    dw off by 1% fails, naming dw alone."""
+    from kernellab.engine.testing import check_backward, wrong_gradient
+
+    for impl in fam.ladders()["triton_bwd"]:
+        for dtype in fam.dtypes:
+            row = check_backward(fam, impl, shape, dtype)
+            assert row["status"] == "ok", (impl.key, dtype, row["reason"])
+        row = check_backward(fam, wrong_gradient(impl, 1), shape, "fp32")
+        assert row["status"] == "failed" and row["reason"].startswith("dw: relative error"), row
+        assert "dx" not in row["reason"]
