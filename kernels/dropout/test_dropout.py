@@ -21,7 +21,7 @@ from . import FAMILY as fam
 from . import check_determinism, dropout_kernel, threshold_16bit
 
 DEVICE = runtime.device()
-CPU_KEYS = [k for k, i in fam.impls.items() if i.backend != "cuda"]
+CPU_KEYS = [k for k, i in fam.impls.items() if i.backend != "cuda" and i.pass_ == "forward"]
 P = fam.params["p"][0]
 
 

@@ -20,7 +20,7 @@ def test_row_stride():
     """A view with a row stride larger than its width (the last column cut off)."""
     x, w = fam.make_inputs((5, 40), "fp32", DEVICE, 3)
     x, w = x[:, :33], w[:33].contiguous()
-    for key in (k for k, i in fam.impls.items() if i.backend == "triton"):
+    for key in (k for k, i in fam.impls.items() if i.backend == "triton" and i.pass_ == "forward"):
         out = fam.out_like(x, w).fill_(math.nan)
         check(fam, fam.impls[key].fn(out, x, w), (x, w), out, (5, 33), "fp32")
 
