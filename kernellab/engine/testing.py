@@ -56,6 +56,29 @@ def check(fam, got, inputs, out, shape, dtype, **params) -> None:
     assert v["status"] == "ok", v["reason"]
 
 
+def check_backward(fam, impl, shape, dtype, seed=0, device=None, **params) -> dict:
+    """The harness's check of one backward case of ``impl``: every gradient against autograd's
+    float64 one, NaN-poisoned first. ``{"status": ..., "reason": naming each output that failed}``."""
+    from kernellab.engine.cases import Case
+    from kernellab.engine.harness import run_case_check
+
+    case = Case(fam.name, impl.key, tuple(shape), dtype, tuple(sorted(params.items())))
+    return run_case_check(fam, impl, case, seed, runtime.device() if device is None else device)
+
+
+def wrong_gradient(impl, index: int, factor: float = 1.01):
+    """``impl`` (a backward) with its ``index``-th gradient scaled by ``factor``: one whose check
+    must fail naming that output."""
+    from kernellab.kit.family import Impl
+
+    def fn(out, dy, saved, *inputs, **params):
+        got = list(impl.fn(out, dy, saved, *inputs, **params))
+        got[index] = got[index] * factor
+        return tuple(got)
+
+    return Impl(impl.impl, fn, pass_=impl.pass_, save=impl.save)
+
+
 def rel_error(got, ref) -> float:
     """Relative-norm error; inf when an element is not finite (unwritten, NaN-poisoned)."""
     import torch

@@ -11,9 +11,9 @@ copy bandwidth.
 Parameters: ``p`` (drop probability), swept over Family.params. Inputs are
 ``(x, seed)``: ``seed`` is a Python int.
 
-Correctness contract (the float64 reference cannot reproduce random masks, so
-``Family.validate`` replaces the comparison; ``reference`` returns E[out] = x only for
-callers that want a float64 tensor of the right shape):
+Correctness contract (the implementations draw different masks, so ``Family.validate``
+replaces the comparison; ``reference`` is one draw, ``torch_naive``'s mask, whose autograd
+gives the backward's float64 gradients: backward.py):
 
 - ``validate(out, inputs, dtype=..., p=...)``: every output element is either exactly 0
   (dropped) or x / (1 - p) (kept) within the dtype's tolerance (runtime.TOLERANCE,
@@ -61,14 +61,17 @@ from kernellab.kit import (
     triton_type,
 )
 
-
-def _scale(p: float) -> float:
-    return 1.0 / (1.0 - p) if p < 1.0 else 0.0
+from . import backward
+from .backward import keep_mask
+from .backward import scale as _scale
 
 
 def reference(x, seed, p):
-    """E[out] = x. Not used by the check (``validate`` is): masks cannot be reproduced."""
-    return x.clone()
+    """One dropout draw, ``torch_naive``'s mask (``keep_mask``). The forward check does not use it
+    (``validate`` does: the implementations draw different masks); the backward's reference
+    gradients are autograd's through it, dy * keep / (1 - p), so every backward is handed that
+    mask (``save``) or draws it as ``torch_naive`` does."""
+    return x * keep_mask(x, seed, p) * _scale(p)
 
 
 def _seed_device_generator(device: torch.device, seed: int) -> None:
@@ -82,9 +85,7 @@ def _seed_device_generator(device: torch.device, seed: int) -> None:
 
 def dropout_naive(x, seed, p):
     """Separate ops: uniform draw into a tensor, compare, multiply, divide."""
-    gen = torch.Generator(device=x.device).manual_seed(int(seed))
-    keep = torch.rand(x.shape, generator=gen, device=x.device) >= p
-    return x * keep / (1.0 - p)
+    return x * keep_mask(x, seed, p) / (1.0 - p)
 
 
 def dropout_body(x, p):
@@ -249,6 +250,9 @@ FAMILY = Family(
     param_ranges={"p": (0.0, 1.0)},
     description="Random numbers generated in the kernel from a seed (Philox): nothing stored but "
                 "the output.",
+    grads=("dx",),
+    backward_bytes=backward.backward_bytes,
+    backward_flops=lambda shape, dtype, **_: numel(shape),
 )
 
 FAMILY.add("torch_naive", returns_new(dropout_naive))
@@ -256,3 +260,8 @@ FAMILY.add("torch_fused", dropout_fused)
 FAMILY.add("triton", dropout_triton, triton_kernels=(dropout_kernel,), compile_specs=compile_specs)
 FAMILY.add("compiled", dropout_compiled)
 FAMILY.add("cuda", cuda_op("dropout", "dropout", "philox"), cuda_kernels=("dropout_philox",))
+# the backward, dx = dy * keep / (1 - p) with the reference's mask (backward.py): autograd through the
+# naive chain, PyTorch's dropout backward op on the saved mask, torch.compile's of the masked scale
+FAMILY.add_autograd("torch_naive", dropout_naive)
+FAMILY.add_backward("torch_fused", backward.dropout_backward_fused, save=backward.saved_mask)
+FAMILY.add_autograd("compiled", backward.masked_compiled)

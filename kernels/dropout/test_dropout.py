@@ -21,7 +21,7 @@ from . import FAMILY as fam
 from . import check_determinism, dropout_kernel, threshold_16bit
 
 DEVICE = runtime.device()
-CPU_KEYS = [k for k, i in fam.impls.items() if i.backend != "cuda"]
+CPU_KEYS = [k for k, i in fam.impls.items() if i.backend != "cuda" and i.pass_ == "forward"]
 P = fam.params["p"][0]
 
 
@@ -261,3 +261,51 @@ def test_gpu_errors_name_the_op(kl_ops):
     x = torch.randn(10, device="cuda")
     with pytest.raises(RuntimeError, match=r"dropout: p must be in \[0, 1\]"):
         kl_ops.dropout(x, 0, torch.empty_like(x), 1.5, "philox")
+
+
+# ---- the backward --------------------------------------------------------------------------------
+BACKWARD = [k for k, i in fam.impls.items() if i.pass_ == "backward" and i.backend in ("torch", "compile")]
+
+
+def test_reference_is_the_naive_draw_and_passes_the_contract():
+    """The reference (whose autograd gives the backward's float64 gradients) is torch_naive's
+    mask, for every dtype of x, and a valid dropout output."""
+    for dtype in fam.dtypes:
+        x, seed = fam.make_inputs((4099,), dtype, DEVICE, 3, p=P)
+        ref = fam.reference(x.double(), seed, P)
+        naive = fam.impls["torch_naive"].fn(None, x, seed, p=P)
+        assert torch.equal(ref != 0, naive != 0)
+        assert fam.validate(ref.to(x.dtype), (x, seed), dtype=dtype, p=P)["ok"]
+
+
+@pytest.mark.parametrize("key", BACKWARD)
+def test_backward_uses_the_forwards_mask_and_a_wrong_dx_is_named(key):
+    """Each backward's dx is dy / (1 - p) exactly where the forward kept x, 0 elsewhere, for each p;
+    a dx off by 1% fails, naming dx."""
+    from kernellab.engine.testing import check_backward, wrong_gradient
+
+    impl = fam.impls[key]
+    for p in fam.params["p"]:
+        row = check_backward(fam, impl, (4099,), "fp32", p=p)
+        assert row["status"] == "ok", (p, row["reason"])
+    if impl.backend == "compile":
+        return  # one compile is enough: the wrong-gradient check below is about the harness
+    row = check_backward(fam, wrong_gradient(impl, 0), (4099,), "fp32", p=P)
+    assert row["status"] == "failed" and row["reason"].startswith("dx: relative error"), row
+
+
+def test_backward_with_another_mask_fails():
+    """A backward using a mask other than the forward's (the next seed's) is caught."""
+    from kernellab.engine.testing import check_backward
+    from kernellab.kit.family import Impl
+
+    from .backward import dropout_backward_fused, keep_mask
+
+    other = Impl("torch_fused", dropout_backward_fused, pass_="backward",
+                 save=lambda x, seed, p: keep_mask(x, seed + 1, p))
+    row = check_backward(fam, other, (4099,), "fp32", p=P)
+    assert row["status"] == "failed" and row["reason"].startswith("dx: "), row
+
+
+def test_backward_byte_model_reads_dy_and_the_mask_writes_dx():
+    assert fam.case_bytes("backward", (1000,), "bf16", p=0.5) == 1000 * (2 * 2 + 1)

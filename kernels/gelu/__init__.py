@@ -24,6 +24,8 @@ from kernellab.kit import (
     triton_type,
 )
 
+from . import backward
+
 SQRT_2_OVER_PI = 0.79788456
 COEFF = 0.044715
 
@@ -50,8 +52,13 @@ def gelu_naive(x):
     return 0.5 * x * (1.0 + t)
 
 
-def gelu_fused(out, x):
+def gelu_op(x):
+    """PyTorch's GeLU (its autograd is the fused backward)."""
     return torch.nn.functional.gelu(x, approximate="tanh")
+
+
+def gelu_fused(out, x):
+    return gelu_op(x)
 
 
 @autotune(configs=elementwise_configs(), key=["n"])
@@ -102,12 +109,22 @@ FAMILY = Family(
     flops=lambda shape, dtype, **_: 10 * numel(shape),
     out_like=out_like,
     description="Elementwise GeLU; the course's first CUDA kernel and the first ladder.",
+    grads=("dx",),
+    backward_bytes=backward.backward_bytes,
+    backward_flops=lambda shape, dtype, **_: 18 * numel(shape),
+    backward_error_floor=backward.backward_error_floor,
 )
 
 FAMILY.add("torch_naive", returns_new(gelu_naive))
 FAMILY.add("torch_fused", gelu_fused)
 FAMILY.add("triton", gelu_triton, triton_kernels=(gelu_kernel,), compile_specs=compile_specs)
 FAMILY.add("compiled", compiled(gelu_naive))
+# the backward: autograd through the naive chain, through PyTorch's GeLU, through torch.compile's;
+# Triton's elementwise from x and dy (backward.py)
+FAMILY.add_autograd("torch_naive", gelu_naive)
+FAMILY.add_autograd("torch_fused", gelu_op)
+FAMILY.add_autograd("compiled", gelu_naive, compile=True)
+FAMILY.add_backward("triton", backward.gelu_backward_triton, compile_specs=backward.backward_specs)
 # The CUDA ladder cuda_gelu: one file per step in cuda_gelu/ (what they share in gelu.cuh), in
 # ladder.yaml's order; each step runs as the `gelu` op of binding.cpp with the step's name. Its
 # idea and prediction are printed in KERNEL_LOG.md beside the measured outcome.

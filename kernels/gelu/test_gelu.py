@@ -119,3 +119,24 @@ def test_gpu_errors_name_the_op_and_the_problem(kl_ops):
         kl_ops.gelu(x, out.bfloat16(), "vec4")
     with pytest.raises(RuntimeError, match="must be contiguous"):
         kl_ops.gelu(torch.randn(4, 4, device="cuda").t(), torch.empty(4, 4, device="cuda"), "vec4")
+
+
+# ---- the backward --------------------------------------------------------------------------------
+def test_backward_matches_autograd_and_a_wrong_dx_is_named():
+    """Every backward that runs here against autograd's float64 gradient, at a size that is no
+    multiple of the Triton block, where gelu' changes sign (x near -0.75); a dx off by 1% fails,
+    naming dx."""
+    from kernellab.engine.testing import check_backward, wrong_gradient
+
+    keys = [k for k, i in fam.impls.items() if i.pass_ == "backward" and i.backend in ("torch", "triton")]
+    assert "triton.bwd" in keys
+    for key in keys:
+        for dtype in fam.dtypes:
+            row = check_backward(fam, fam.impls[key], (4099,), dtype)
+            assert row["status"] == "ok", (key, dtype, row["reason"])
+        row = check_backward(fam, wrong_gradient(fam.impls[key], 0), (4099,), "fp32")
+        assert row["status"] == "failed" and row["reason"].startswith("dx: relative error"), (key, row)
+
+
+def test_backward_byte_model_reads_x_and_dy_writes_dx():
+    assert fam.case_bytes("backward", (1000,), "bf16") == 3 * 1000 * 2

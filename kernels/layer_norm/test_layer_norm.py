@@ -157,3 +157,49 @@ def test_loop_kernels_rows_and_chunks(kernel_meta, rows_per_program, even, data)
         assert rel_error(out, fam.reference(x.double(), w.double(), b.double())) <= 2e-3
     else:
         check(fam, out, (x, w, b), out, (rows, cols), "fp32")
+
+
+# ---- the backward --------------------------------------------------------------------------------
+BWD_STEPS = [s.key for s in fam.ladders()["triton_bwd"]]
+
+
+def test_backward_ladder_in_ladder_yaml_order():
+    assert [s.step for s in fam.ladders()["triton_bwd"]] == ["atomics", "partials", "persistent"]
+
+
+@pytest.mark.parametrize("key", BWD_STEPS)
+@pytest.mark.parametrize("shape", [(7, 33), (2, 64), (1, 5)])
+def test_backward_steps_match_autograd(key, shape):
+    """Every Triton backward step's dx, dw and db against autograd's float64 gradients, in both dtypes:
+    rows that leave a program several (persistent's handful of programs, partials' blocks) or one,
+    rows no power of two wide."""
+    from kernellab.engine.testing import check_backward
+
+    for dtype in fam.dtypes:
+        row = check_backward(fam, fam.impls[key], shape, dtype)
+        assert row["status"] == "ok", (dtype, row["reason"])
+
+
+@pytest.mark.parametrize("key", BWD_STEPS)
+def test_backward_steps_a_wrong_dw_is_named(key):
+    """A dw off by 1% fails naming dw alone; a db off by 1% fails naming db."""
+    from kernellab.engine.testing import check_backward, wrong_gradient
+
+    impl = fam.impls[key]
+    row = check_backward(fam, wrong_gradient(impl, 1), (7, 33), "fp32")
+    assert row["status"] == "failed" and row["reason"].startswith("dw: relative error"), row
+    assert "dx" not in row["reason"] and "db" not in row["reason"]
+    row = check_backward(fam, wrong_gradient(impl, 2), (7, 33), "fp32")
+    assert row["status"] == "failed" and row["reason"].startswith("db: "), row
+
+
+def test_persistent_sums_more_partials_than_a_tree_block(monkeypatch):
+    """More programs than the second stage's column block is wide (BLOCK_PARTS > BLOCK_N): the tree
+    over the programs' axis still sums every partial row."""
+    from kernellab.engine.testing import check_backward
+
+    from .triton_bwd import persistent
+
+    monkeypatch.setattr(persistent, "INTERPRETED_PROGRAMS", 9)
+    row = check_backward(fam, fam.impls["triton@persistent.bwd"], (20, 1000), "fp32")
+    assert row["status"] == "ok", row["reason"]

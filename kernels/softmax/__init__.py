@@ -33,6 +33,8 @@ from kernellab.kit import (
     triton_type,
 )
 
+from . import backward
+
 ONLINE_CHUNK = 4096  # chunk of the (untuned) online step
 
 
@@ -155,6 +157,10 @@ FAMILY = Family(
     out_like=out_like,
     shape_rank=(2,),
     description="Row softmax: reductions inside a row, the online-softmax trick for long rows.",
+    grads=("dx",),
+    backward_bytes=backward.backward_bytes,
+    backward_flops=lambda shape, dtype, **_: 4 * numel(shape),
+    backward_error_floor=backward.backward_error_floor,
 )
 
 FAMILY.add("torch_fused", softmax_fused)
@@ -164,3 +170,10 @@ FAMILY.add("compiled", compiled(softmax_naive))
 # The Triton ladder softmax: one file per step in softmax/ (the first, naive, is the PyTorch chain).
 FAMILY.add("liger", returns_new(softmax_liger))
 FAMILY.add("quack", returns_new(softmax_quack))
+# the backward: autograd through the naive chain, through PyTorch's softmax, through torch.compile's;
+# Triton's from the forward's output (backward.py)
+FAMILY.add_autograd("torch_naive", softmax_naive)
+FAMILY.add_autograd("torch_fused", reference)
+FAMILY.add_autograd("compiled", softmax_naive, compile=True)
+FAMILY.add_backward("triton", backward.softmax_backward_triton, save=backward.forward_output,
+                    compile_specs=backward.backward_specs)

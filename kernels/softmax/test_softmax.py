@@ -15,7 +15,7 @@ from kernellab.engine.testing import check, cuda_rel_err, cuda_tol, empty_like_n
 from . import FAMILY as fam
 
 DEVICE = runtime.device()
-TRITON = [k for k, i in fam.impls.items() if i.backend == "triton"]
+TRITON = [k for k, i in fam.impls.items() if i.backend == "triton" and i.pass_ == "forward"]
 
 
 def test_rows_sum_to_one():
@@ -76,3 +76,29 @@ def test_gpu_cuda_op(kl_ops, dtype, shape, step):
     kl_ops.softmax(x, out, step)
     assert cuda_rel_err(out, torch.softmax(x.double(), dim=-1)) < cuda_tol(dtype)
 
+
+
+# ---- the backward --------------------------------------------------------------------------------
+BACKWARD = [k for k, i in fam.impls.items() if i.pass_ == "backward" and i.backend in ("torch", "triton")]
+
+
+def test_backward_long_rows_in_chunks_and_wrong_dx_named(monkeypatch):
+    """The Triton backward over rows longer than a chunk (two passes) and rows in registers, in both
+    dtypes, against autograd's float64 gradient; a dx off by 1% fails, naming dx."""
+    from kernellab.engine.testing import check_backward, wrong_gradient
+
+    from . import backward
+
+    for chunk in (backward.MAX_CHUNK, 64):  # 64: rows of 200 columns in four chunks, the last partial
+        monkeypatch.setattr(backward, "MAX_CHUNK", chunk)
+        for dtype in fam.dtypes:
+            row = check_backward(fam, fam.impls["triton.bwd"], (3, 200), dtype)
+            assert row["status"] == "ok", (chunk, dtype, row["reason"])
+    for key in BACKWARD:
+        row = check_backward(fam, wrong_gradient(fam.impls[key], 0), (4, 37), "fp32")
+        assert row["status"] == "failed" and row["reason"].startswith("dx: relative error"), (key, row)
+
+
+def test_backward_byte_model_reads_y_and_dy_writes_dx():
+    assert fam.case_bytes("backward", (8, 100), "bf16") == 3 * 800 * 2
+    assert fam.case_bytes("forward+backward", (8, 100), "fp32") == (2 + 3) * 800 * 4

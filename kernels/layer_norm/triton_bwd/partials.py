@@ -13,6 +13,26 @@ EPS = 1e-5
 
 
 @triton.jit
+def row_backward(x_ptr, dy_ptr, w, mean_ptr, rstd_ptr, dx_ptr, row, n_rows, n_cols, stride, cols, col_ok):
+    """One row of dx = rstd (w dy - mean(w dy) - xhat mean(w dy xhat)), stored; returns the row's
+    terms of dw and db, (dy xhat, dy) (zero past the end), for the caller to sum. Every step's."""
+    row_ok = row < n_rows
+    mask = col_ok & row_ok
+    base = row.to(tl.int64) * stride
+    x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.load(mean_ptr + row, mask=row_ok, other=0.0)
+    rstd = tl.load(rstd_ptr + row, mask=row_ok, other=0.0)
+    xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+    wdy = w * dy
+    c1 = tl.sum(xhat * wdy, axis=0) / n_cols
+    c2 = tl.sum(wdy, axis=0) / n_cols
+    dx = (wdy - (xhat * c1 + c2)) * rstd
+    tl.store(dx_ptr + base + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    return dy * xhat, dy
+
+
+@triton.jit
 def layer_norm_bwd_dx_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_part_ptr, db_part_ptr,
                              n_rows, n_cols, stride, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_COLS: tl.constexpr):
     """Rows [pid * ROWS_PER_PROGRAM, ...) of dx = rstd (w dy - mean(w dy) - xhat mean(w dy xhat)),
@@ -24,22 +44,10 @@ def layer_norm_bwd_dx_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, d
     dw = tl.zeros((BLOCK_COLS,), dtype=tl.float32)
     db = tl.zeros((BLOCK_COLS,), dtype=tl.float32)
     for i in range(ROWS_PER_PROGRAM):
-        row = pid * ROWS_PER_PROGRAM + i
-        row_ok = row < n_rows
-        mask = col_ok & row_ok
-        base = row.to(tl.int64) * stride
-        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
-        mean = tl.load(mean_ptr + row, mask=row_ok, other=0.0)
-        rstd = tl.load(rstd_ptr + row, mask=row_ok, other=0.0)
-        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
-        wdy = w * dy
-        c1 = tl.sum(xhat * wdy, axis=0) / n_cols
-        c2 = tl.sum(wdy, axis=0) / n_cols
-        dx = (wdy - (xhat * c1 + c2)) * rstd
-        tl.store(dx_ptr + base + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw += dy * xhat
-        db += dy
+        dw_row, db_row = row_backward(x_ptr, dy_ptr, w, mean_ptr, rstd_ptr, dx_ptr, pid * ROWS_PER_PROGRAM + i,
+                                      n_rows, n_cols, stride, cols, col_ok)
+        dw += dw_row
+        db += db_row
     tl.store(dw_part_ptr + pid * n_cols + cols, dw, mask=col_ok)
     tl.store(db_part_ptr + pid * n_cols + cols, db, mask=col_ok)
 
@@ -65,6 +73,11 @@ def statistics(x, w, b):
     return mean.contiguous(), rstd.contiguous()
 
 
+def row_warps(block: int) -> int:
+    """Warps of a program holding a row of ``block`` columns (x, dy, w and dx in registers)."""
+    return 4 if block <= 2048 else 8 if block <= 8192 else 16
+
+
 def _programs(rows: int, device) -> int:
     """Programs of the first kernel: a few per SM on a GPU (each writes one partial row of dw and
     db, so fewer programs mean less second-stage traffic), a handful under the interpreter."""
@@ -83,7 +96,7 @@ def partials(out, dy, saved, x, w, b):
     per_program = triton.cdiv(rows, programs)
     dw_part = torch.empty((programs, cols), dtype=torch.float32, device=x.device)
     db_part = torch.empty_like(dw_part)
-    warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
+    warps = row_warps(block)
     launch(layer_norm_bwd_dx_kernel, (programs,), x, dy, w, mean, rstd, dx, dw_part, db_part, rows, cols,
            x.stride(0), ROWS_PER_PROGRAM=per_program, BLOCK_COLS=block, num_warps=warps)
     block_n = 64
