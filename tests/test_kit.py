@@ -88,3 +88,15 @@ def test_row_families_refuse_a_strided_row_before_launching(name):
         strided = x.new_zeros(8, 4).t().copy_(x)
         with pytest.raises(ValueError, match=f"{name}: the last dimension"):
             impl.fn(out, strided, *rest)
+
+
+@pytest.mark.gpu
+def test_sm_count_on_meta_is_the_gpus_so_launches_recorded_ahead_are_the_real_ones():
+    """A backward sizes its grid by the SM count; compiling ahead records its launches from meta
+    inputs, and a grid (or a constexpr) sized otherwise there compiled kernels its turn never ran."""
+    import torch
+
+    from kernellab.kit.partials import sm_count
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert sm_count("meta") == sm_count("cuda") == sm_count(torch.device("cuda", 0)) == sms

@@ -293,12 +293,14 @@ class Family:
 
         self.cuda_backward[ladder] = (step, save)
 
-    def add_autograd(self, impl: str, forward: Callable, compile: bool = False, **options) -> list[Impl]:
+    def add_autograd(self, impl: str, forward: Callable, compile: bool = False, adapt: Callable | None = None,
+                     **options) -> list[Impl]:
         """Add the backward autograd makes of ``forward(*inputs, **params)`` (PyTorch ops, or
-        PyTorch's own op), of kind ``impl``; ``compile``: of ``torch.compile(forward)``."""
+        PyTorch's own op), of kind ``impl``; ``compile``: of ``torch.compile(forward)``, with
+        ``adapt`` as ``kit.compiled`` takes it (what runs outside the graph)."""
         from kernellab.kit.grads import autograd_backward
 
-        save, fn = autograd_backward(forward, tuple(self.grads), compile=compile)
+        save, fn = autograd_backward(forward, tuple(self.grads), compile=compile, adapt=adapt)
         return self.add_backward(impl, fn, save=save, **options)
 
     def passes(self) -> tuple[str, ...]:

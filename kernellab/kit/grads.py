@@ -14,14 +14,16 @@ from __future__ import annotations
 from typing import Callable
 
 
-def autograd_backward(forward: Callable, grads: tuple, compile: bool = False) -> tuple[Callable, Callable]:
+def autograd_backward(forward: Callable, grads: tuple, compile: bool = False,
+                      adapt: Callable | None = None) -> tuple[Callable, Callable]:
     """(save, fn) of ``forward(*inputs, **params)``'s backward; ``grads`` is the family's: which
-    inputs have a gradient. ``compile``: torch.compile the forward (and so its backward)."""
+    inputs have a gradient. ``compile``: torch.compile the forward (and so its backward), with
+    ``kit.compiled``'s ``adapt``."""
     wrt = [i for i, g in enumerate(grads) if g]
     if compile:
         from kernellab.kit.adapters import compiled
 
-        run_compiled = compiled(forward)
+        run_compiled = compiled(forward, adapt=adapt)
 
         def call(*inputs, **params):
             return run_compiled(None, *inputs, **params)

@@ -264,4 +264,4 @@ FAMILY.add("cuda", cuda_op("dropout", "dropout", "philox"), cuda_kernels=("dropo
 # naive chain, PyTorch's dropout backward op on the saved mask, torch.compile's of the masked scale
 FAMILY.add_autograd("torch_naive", dropout_naive)
 FAMILY.add_backward("torch_fused", backward.dropout_backward_fused, save=backward.saved_mask)
-FAMILY.add_autograd("compiled", backward.masked_compiled)
+FAMILY.add_autograd("compiled", backward.masked_scale, compile=True, adapt=backward.with_mask)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from kernellab.kit import compiled, element_size, numel
+from kernellab.kit import element_size, numel
 
 
 def scale(p: float) -> float:
@@ -39,22 +39,14 @@ def dropout_backward_fused(out, dy, keep, x, seed, p):
     return (torch.ops.aten.native_dropout_backward(dy, keep, scale(p)),)
 
 
-def _masked_scale(x, keep, p):
+def masked_scale(x, keep, p):
+    """x * keep / (1 - p): torch.compile's graph, its mask drawn outside it (``with_mask``)."""
     return x * keep * scale(p)
 
 
-def _with_mask(x, seed, p):
+def with_mask(x, seed, p):
     """Outside the graph: draw the mask (Inductor takes no explicit generator)."""
     return (x, keep_mask(x, seed, p)), {"p": p}
-
-
-_masked_scale_compiled = compiled(_masked_scale, adapt=_with_mask)
-
-
-def masked_compiled(x, seed, p):
-    """torch.compile of x * keep / (1 - p), its mask drawn outside the graph: autograd through it
-    runs the compiled backward (AOTAutograd's)."""
-    return _masked_scale_compiled(None, x, seed, p=p)
 
 
 def backward_bytes(shape, dtype, **_):

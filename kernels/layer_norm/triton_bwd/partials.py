@@ -8,6 +8,7 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import launch, step
+from kernellab.kit.partials import sm_count, sum_partials_kernel
 
 EPS = 1e-5
 
@@ -34,7 +35,7 @@ def row_backward(x_ptr, dy_ptr, w, mean_ptr, rstd_ptr, dx_ptr, row, n_rows, n_co
 
 @triton.jit
 def layer_norm_bwd_dx_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_part_ptr, db_part_ptr,
-                             n_rows, n_cols, stride, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_COLS: tl.constexpr):
+                             n_rows, n_cols, stride, ROWS_PER_PROGRAM, BLOCK_COLS: tl.constexpr):
     """Rows [pid * ROWS_PER_PROGRAM, ...) of dx = rstd (w dy - mean(w dy) - xhat mean(w dy xhat)),
     and the program's partial sums of dw = sum dy xhat and db = sum dy, one fp32 row each."""
     pid = tl.program_id(0)
@@ -52,19 +53,6 @@ def layer_norm_bwd_dx_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, d
     tl.store(db_part_ptr + pid * n_cols + cols, db, mask=col_ok)
 
 
-@triton.jit
-def sum_partials_kernel(part_ptr, out_ptr, n_parts, n_cols, BLOCK_PARTS: tl.constexpr, BLOCK_N: tl.constexpr):
-    """out[c] = sum over the programs' partial rows of part[:, c], for BLOCK_N columns per program."""
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_ok = cols < n_cols
-    acc = tl.zeros((BLOCK_PARTS, BLOCK_N), dtype=tl.float32)
-    for start in range(0, n_parts, BLOCK_PARTS):
-        parts = start + tl.arange(0, BLOCK_PARTS)
-        mask = (parts < n_parts)[:, None] & col_ok[None, :]
-        acc += tl.load(part_ptr + parts[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
-    tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_ok)
-
-
 def statistics(x, w, b):
     """The saved state a forward leaves for the backward: each row's fp32 mean and rstd."""
     x32 = x.float()
@@ -78,12 +66,10 @@ def row_warps(block: int) -> int:
     return 4 if block <= 2048 else 8 if block <= 8192 else 16
 
 
-def _programs(rows: int, device) -> int:
-    """Programs of the first kernel: a few per SM on a GPU (each writes one partial row of dw and
-    db, so fewer programs mean less second-stage traffic), a handful under the interpreter."""
-    if device.type == "cuda":
-        return max(1, min(rows, 4 * torch.cuda.get_device_properties(device).multi_processor_count))
-    return max(1, min(rows, 4))
+def programs_of(rows: int, device) -> int:
+    """Programs of the first kernel: four per SM (each writes one partial row of dw and db, so
+    fewer programs mean less second-stage traffic)."""
+    return max(1, min(rows, 4 * sm_count(device)))
 
 
 @step(ladder="triton_bwd", pass_="backward", save=statistics)
@@ -92,7 +78,7 @@ def partials(out, dy, saved, x, w, b):
     mean, rstd = saved
     rows, cols = x.shape
     block = triton.next_power_of_2(cols)
-    programs = _programs(rows, x.device)
+    programs = programs_of(rows, x.device)
     per_program = triton.cdiv(rows, programs)
     dw_part = torch.empty((programs, cols), dtype=torch.float32, device=x.device)
     db_part = torch.empty_like(dw_part)

@@ -10,10 +10,9 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import launch, row_shape, step
+from kernellab.kit.partials import sm_count
 
 from .partials import row_backward, row_warps, statistics
-
-INTERPRETED_PROGRAMS = 3  # under the interpreter: a handful, so that programs take several rows each
 
 
 @triton.jit
@@ -54,10 +53,8 @@ def sum_tree_kernel(part_ptr, dw_ptr, db_ptr, n_parts, n_cols, BLOCK_PARTS: tl.c
 
 
 def programs_of(rows: int, device) -> int:
-    """One program per SM on a GPU; a handful under the interpreter."""
-    if device.type == "cuda":
-        return max(1, min(rows, torch.cuda.get_device_properties(device).multi_processor_count))
-    return max(1, min(rows, INTERPRETED_PROGRAMS))
+    """One program per SM."""
+    return max(1, min(rows, sm_count(device)))
 
 
 @step(ladder="triton_bwd", pass_="backward", save=statistics)

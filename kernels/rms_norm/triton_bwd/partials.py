@@ -9,13 +9,14 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import launch, row_shape, step
+from kernellab.kit.partials import sm_count, sum_partials_kernel
 
 EPS = 1e-6  # the family's
 
 
 @triton.jit
 def rms_norm_bwd_kernel(x_ptr, dy_ptr, w_ptr, rstd_ptr, dx_ptr, dw_part_ptr, n_rows, n_cols, stride,
-                        ROWS_PER_PROGRAM: tl.constexpr, BLOCK_COLS: tl.constexpr):
+                        ROWS_PER_PROGRAM, BLOCK_COLS: tl.constexpr):
     """Rows [pid * ROWS_PER_PROGRAM, ...) of dx = rstd (w dy - xhat mean(w dy xhat)), xhat = x rstd,
     and the program's partial sum of dw = sum dy xhat, one fp32 row."""
     pid = tl.program_id(0)
@@ -39,30 +40,15 @@ def rms_norm_bwd_kernel(x_ptr, dy_ptr, w_ptr, rstd_ptr, dx_ptr, dw_part_ptr, n_r
     tl.store(dw_part_ptr + pid * n_cols + cols, dw, mask=col_ok)
 
 
-@triton.jit
-def sum_partials_kernel(part_ptr, out_ptr, n_parts, n_cols, BLOCK_PARTS: tl.constexpr, BLOCK_N: tl.constexpr):
-    """out[c] = sum over the programs' partial rows of part[:, c], for BLOCK_N columns per program."""
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_ok = cols < n_cols
-    acc = tl.zeros((BLOCK_PARTS, BLOCK_N), dtype=tl.float32)
-    for start in range(0, n_parts, BLOCK_PARTS):
-        parts = start + tl.arange(0, BLOCK_PARTS)
-        mask = (parts < n_parts)[:, None] & col_ok[None, :]
-        acc += tl.load(part_ptr + parts[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
-    tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_ok)
-
-
 def statistics(x, w):
     """The saved state a forward leaves for the backward: each row's fp32 rstd."""
     x32 = x.float()
     return torch.rsqrt(x32.square().mean(dim=-1) + EPS).contiguous()
 
 
-def _programs(rows: int, device) -> int:
-    """A few programs per SM on a GPU (each writes one partial row of dw), a handful under the interpreter."""
-    if device.type == "cuda":
-        return max(1, min(rows, 4 * torch.cuda.get_device_properties(device).multi_processor_count))
-    return max(1, min(rows, 4))
+def programs_of(rows: int, device) -> int:
+    """Four programs per SM (each writes one partial row of dw)."""
+    return max(1, min(rows, 4 * sm_count(device)))
 
 
 @step(ladder="triton_bwd", pass_="backward", save=statistics)
@@ -71,7 +57,7 @@ def partials(out, dy, saved, x, w):
     rstd = saved
     rows, cols = row_shape("rms_norm", x, dx, dy)
     block = triton.next_power_of_2(cols)
-    programs = _programs(rows, x.device)
+    programs = programs_of(rows, x.device)
     dw_part = torch.empty((programs, cols), dtype=torch.float32, device=x.device)
     warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
     launch(rms_norm_bwd_kernel, (programs,), x, dy, w, rstd, dx, dw_part, rows, cols, x.stride(0),
