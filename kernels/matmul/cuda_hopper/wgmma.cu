@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
     for (int kk = 0; kk < BK / 16; ++kk) {
       const uint64_t db = sw128_desc(sB + s * kTileB + kk * 16);
 #pragma unroll
-      for (int m = 0; m < 2; ++m) wgmma_m64n128k16(d[m], sw128_desc(sA + s * kTileA + m * 64 * BK + kk * 16), db);
+      for (int m = 0; m < 2; ++m) wgmma_m64k16<BN>(d[m], sw128_desc(sA + s * kTileA + m * 64 * BK + kk * 16), db);
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
 
 #pragma unroll
   for (int m = 0; m < 2; ++m)
-    store_m64n128(d[m], C + static_cast<size_t>(rowBase + 64 * m) * N + colBase, N, tid);
+    store_m64n<BN>(d[m], C + static_cast<size_t>(rowBase + 64 * m) * N + colBase, N, tid);
 #endif
 }
 
