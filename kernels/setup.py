@@ -13,7 +13,10 @@ lists a family. The library has no Python module in it; load it with
 nvcc flags: ``-O3 -lineinfo -Xptxas -v`` (registers, spills and shared memory of every kernel
 land in the build log) and ``-std=c++17``; no ``--use_fast_math`` (it changes accuracy; the
 kernels use intrinsics explicitly where they want them). The architecture comes from
-``TORCH_CUDA_ARCH_LIST`` when set ("9.0", "9.0a", "8.0;9.0+PTX"...), else sm_90. The C++
+``TORCH_CUDA_ARCH_LIST`` when set ("9.0", "9.0a", "8.0;9.0+PTX"...), else sm_90a: Hopper with its
+arch-specific instructions (wgmma, setmaxnreg: the matmul Hopper ladder), whose code runs on every
+sm_90 GPU (H100, H200) as sm_90's does; a kernel needing them compiles to an empty body for other
+targets, and its launcher refuses to run it there. The C++
 standard of bindings.cpp is left to torch, whose headers may need a newer one.
 """
 
@@ -28,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 COMMON_DIR = HERE / "common"
 NAME = "kernellab_cuda"
-DEFAULT_ARCH = "9.0"
+DEFAULT_ARCH = "9.0a"
 
 NVCC_FLAGS = ["-O3", "-lineinfo", "-Xptxas", "-v", "-std=c++17"]
 CXX_FLAGS = ["-O3"]

@@ -176,8 +176,9 @@ def test_every_binding_compiles_against_torch(family, tmp_path):
 @pytest.mark.slow
 def test_every_step_file_registers_in_its_family_table(family, tmp_path):
     """A host program linking a family's .cu files (PTX only, no GPU needed) lists the step tables
-    that its header's KL_STEP_TABLEs define (one per op: rms_norm's forward and backward): one table
-    for every source of the library, together holding each CUDA step of the family's ladders."""
+    that its headers' KL_STEP_TABLEs define (one per op: matmul's sgemm and hgemm, rms_norm's forward and
+    backward): one table for every source of the library, together holding each CUDA step of the family's
+    ladders."""
     import re
 
     from kernellab.engine import registry
@@ -187,13 +188,13 @@ def test_every_step_file_registers_in_its_family_table(family, tmp_path):
     folder = cuda_build.family_folder(sources[0])
     tables = [(h, m.group(1)) for h in sorted(folder.rglob("*.h"))
               for m in re.finditer(r"^KL_STEP_TABLE\((\w+),", h.read_text(), re.M)]
-    assert tables and len({h for h, _ in tables}) == 1, tables
-    header = tables[0][0]
+    assert tables and len({t for _, t in tables}) == len(tables), tables
     main = tmp_path / "main.cu"
-    loops = "".join(f'for (const auto& e : kl::{t}_steps()) std::printf("{t} %s\\n", e.first.c_str()); '
-                    for _, t in tables)
-    main.write_text(f'#include <cstdio>\n#include "{header.name}"\nint main() {{ {loops}}}\n')
-    dirs = dict.fromkeys(d for f in [header, *sources] for d in cuda_build.include_dirs(f))
+    headers = dict.fromkeys(h for h, _ in tables)
+    main.write_text("#include <cstdio>\n" + "".join(f'#include "{h.name}"\n' for h in headers)
+                    + "int main() {\n" + "".join(f'  for (const auto& e : kl::{t}_steps()) std::printf("{t} %s\\n", '
+                                                 f'e.first.c_str());\n' for _, t in tables) + "}\n")
+    dirs = dict.fromkeys(d for f in [*headers, *sources] for d in cuda_build.include_dirs(f))
     exe = tmp_path / "steps"
     build = subprocess.run([nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-arch=compute_90",
                             *(f"-I{d}" for d in dirs), str(main), *map(str, sources), "-o", str(exe)],
@@ -209,7 +210,8 @@ def test_every_step_file_registers_in_its_family_table(family, tmp_path):
 
 def test_setup_arch_flags():
     setup = cuda_build._setup_module()
-    assert setup.gencode_flags("") == ["-gencode=arch=compute_90,code=sm_90"]
+    # the default: sm_90a, Hopper's arch-specific instructions (wgmma) for the matmul Hopper ladder
+    assert setup.gencode_flags("") == ["-gencode=arch=compute_90a,code=sm_90a"]
     assert setup.gencode_flags("Hopper") == ["-gencode=arch=compute_90,code=sm_90"]
     assert setup.gencode_flags("8.0;9.0a+PTX") == ["-gencode=arch=compute_80,code=sm_80",
                                                   "-gencode=arch=compute_90a,code=sm_90a",

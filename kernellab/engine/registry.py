@@ -188,7 +188,7 @@ def load_family(name: str, folder: Path) -> Family:
     for ladder, step, source in cuda_files:
         backward = fam.cuda_backward.get(ladder)  # (runner factory, save) of a backward ladder
         fam.add(Impl("cuda", backward[0](fam.name, step) if backward else _cuda_runner(fam, step), step=step,
-                     ladder=ladder, dtypes=fam.cuda_dtypes,
+                     ladder=ladder, dtypes=_cuda_dtypes(fam, ladder),
                      cuda_kernels=tuple(texts[(ladder, step)].get("kernels") or global_kernels(source)),
                      pass_="backward" if backward else "forward", save=backward[1] if backward else None
                      ).derive(source=source))
@@ -280,6 +280,14 @@ def global_kernels(source: Path) -> list[str]:
     """The kernels a step's file defines (``__global__`` functions), the names its SASS is listed
     by; a step that instantiates a kernel of a shared header names it in ladder.yaml (``kernels``)."""
     return sorted(set(_GLOBAL.findall(source.read_text())))
+
+
+def _cuda_dtypes(fam: Family, ladder: str) -> tuple[str, ...] | None:
+    """The dtypes a CUDA ladder's steps take: ``Family.cuda_dtypes``, or its entry for the ladder
+    where it is a mapping (ladders of one family in different dtypes: fp32 SIMT, bf16 tensor cores)."""
+    if isinstance(fam.cuda_dtypes, dict):
+        return fam.cuda_dtypes.get(ladder)
+    return fam.cuda_dtypes
 
 
 def _cuda_runner(fam: Family, step_name: str):

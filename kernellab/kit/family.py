@@ -186,7 +186,8 @@ class Family:
     # <ladder>/<step>.cu file), e.g. lambda family, step: cuda_op(family, "silu", step); None:
     # cuda_op(family, family, step), the op named after the family, taking (*inputs, out, *params, step)
     cuda_step: Callable[[str, str], Callable] | None = None
-    cuda_dtypes: tuple[str, ...] | None = None  # the dtypes its CUDA steps take; None: the family's
+    # the dtypes its CUDA steps take (a tuple, or {ladder: tuple} where ladders differ); None: the family's
+    cuda_dtypes: tuple[str, ...] | dict[str, tuple[str, ...]] | None = None
     # the backward, declared once: the name of each input's gradient, in the inputs' order (None for
     # an input with none), e.g. ("dx", "dw", "db"). The float64 reference gradients are autograd's
     # through ``reference``, with a seeded upstream gradient; () : forward cases only

@@ -41,6 +41,7 @@ from .configs import (  # noqa: F401
     triton_configs,
     uses_tma,
 )
+from .hopper import HOPPER_STEPS, hopper_step, unsupported_shape  # noqa: F401
 
 # The Triton side, re-exported: matmul_relu imports launch_matmul, make_compile_specs and
 # matmul_kernel from here, and the tests reach the rest as attributes of this module.
@@ -129,9 +130,9 @@ FAMILY = Family(
     flops=matmul_flops,
     out_like=out_like,
     shape_rank=(3,),
-    cuda_step=lambda family, step: sgemm_step(family, step),
-    cuda_dtypes=("fp32",),
-    description="C = A @ B against cuBLAS: a tiled Triton GEMM and the CUDA SGEMM ladder.",
+    cuda_step=lambda family, step: hopper_step(family, step) if step in HOPPER_STEPS else sgemm_step(family, step),
+    cuda_dtypes={"cuda_sgemm": ("fp32",), "cuda_hopper": ("bf16",)},
+    description="C = A @ B against cuBLAS: a tiled Triton GEMM, the CUDA SGEMM ladder and the Hopper bf16 ladder.",
 )
 
 FAMILY.add("torch_naive", returns_new(matmul_naive))
