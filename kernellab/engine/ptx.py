@@ -45,6 +45,14 @@ def scan(text: str, source: str) -> tuple[dict, list[dict]]:
     return counts, evidence
 
 
+def _highlight(entry: dict, ptx_text: str, sass_text: str) -> None:
+    """The entry's highlight counts and evidence lines, from its PTX and its SASS."""
+    counts, evidence = scan(ptx_text, "PTX")
+    s_counts, s_evidence = scan(sass_text, "SASS")
+    entry["highlights"] = {"ptx": counts, "sass": s_counts}
+    entry["evidence"] = evidence + s_evidence
+
+
 def _name_of(kernel) -> str:
     fn = getattr(kernel, "fn", kernel)
     return getattr(fn, "__name__", str(fn))
@@ -84,10 +92,7 @@ def triton_entries(family: Family, impl: Impl, dtypes: list[str], out_dir: Path,
                 if sass_text:
                     write_text(out_dir / f"{stem}.sass.xz", sass_text)
                     entry["files"]["sass"] = f"{stem}.sass.xz"
-            counts, evidence = scan(text, "PTX")
-            s_counts, s_evidence = scan(sass_text, "SASS")
-            entry["highlights"] = {"ptx": counts, "sass": s_counts}
-            entry["evidence"] = evidence + s_evidence
+            _highlight(entry, text, sass_text)
             entry.update(status="ok", reason=why)
             entries.append(entry)
     return entries
@@ -224,10 +229,7 @@ def cuda_entries(family: Family, impl: Impl, out_dir: Path, arch: int, cache: di
         if sass_part:
             write_text(out_dir / f"{stem}.sass.xz", sass_part)
             entry["files"]["sass"] = f"{stem}.sass.xz"
-        counts, evidence = scan(ptx_part, "PTX")
-        s_counts, s_evidence = scan(sass_part, "SASS")
-        entry["highlights"] = {"ptx": counts, "sass": s_counts}
-        entry["evidence"] = evidence + s_evidence
+        _highlight(entry, ptx_part, sass_part)
         entry.update(status="ok", reason="" if sass_part else "SASS unavailable (cuobjdump not found)")
         entries.append(entry)
     return entries

@@ -15,23 +15,22 @@ import time
 from kernellab.engine import nvml, runtime
 from kernellab.engine.stats import summarize
 
+
+def _sheet(name: str, bw_gbps: float, fp32: float, tf32: float, bf16: float) -> dict:
+    """A datasheet entry; fp16's dense matrix rate is bf16's on all of these parts."""
+    return {"name": name, "bw_gbps": bw_gbps, "tflops": {"fp32": fp32, "tf32": tf32, "bf16": bf16, "fp16": bf16}}
+
+
 # Vendor datasheet figures (dense, no sparsity): memory bandwidth in GB/s and matrix
 # rates in TFLOP/s. Leads, not ceilings: the measured numbers are what rows divide by.
 DATASHEET = {
-    "nvidia-h200": {"name": "NVIDIA H200 SXM", "bw_gbps": 4800.0,
-                    "tflops": {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}},
-    "nvidia-h100-80gb-hbm3": {"name": "NVIDIA H100 SXM", "bw_gbps": 3350.0,
-                              "tflops": {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}},
-    "nvidia-h100-pcie": {"name": "NVIDIA H100 PCIe", "bw_gbps": 2000.0,
-                         "tflops": {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0}},
-    "nvidia-a100-sxm4-80gb": {"name": "NVIDIA A100 SXM 80GB", "bw_gbps": 2039.0,
-                              "tflops": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}},
-    "nvidia-a100-sxm4-40gb": {"name": "NVIDIA A100 SXM 40GB", "bw_gbps": 1555.0,
-                              "tflops": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}},
-    "nvidia-l4": {"name": "NVIDIA L4", "bw_gbps": 300.0,
-                  "tflops": {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}},
-    "nvidia-geforce-rtx-4090": {"name": "NVIDIA GeForce RTX 4090", "bw_gbps": 1008.0,
-                                "tflops": {"fp32": 82.6, "tf32": 82.6, "bf16": 165.2, "fp16": 165.2}},
+    "nvidia-h200": _sheet("NVIDIA H200 SXM", 4800.0, 67.0, 494.7, 989.4),
+    "nvidia-h100-80gb-hbm3": _sheet("NVIDIA H100 SXM", 3350.0, 67.0, 494.7, 989.4),
+    "nvidia-h100-pcie": _sheet("NVIDIA H100 PCIe", 2000.0, 51.0, 378.0, 756.0),
+    "nvidia-a100-sxm4-80gb": _sheet("NVIDIA A100 SXM 80GB", 2039.0, 19.5, 156.0, 312.0),
+    "nvidia-a100-sxm4-40gb": _sheet("NVIDIA A100 SXM 40GB", 1555.0, 19.5, 156.0, 312.0),
+    "nvidia-l4": _sheet("NVIDIA L4", 300.0, 30.3, 60.0, 121.0),
+    "nvidia-geforce-rtx-4090": _sheet("NVIDIA GeForce RTX 4090", 1008.0, 82.6, 82.6, 165.2),
 }
 
 

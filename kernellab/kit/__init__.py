@@ -46,13 +46,18 @@ from kernellab.kit.rows import (
     LOOP_MIN_COLS,
     ONE_PASS_MAX_COLS,
     REGISTER_ROW_COLS,
+    ROW_DIVISIBLE,
     ROW_STAGES,
     chunk_loop_configs,
     prune_chunk_configs,
     prune_row_tile_configs,
+    row_bytes,
     row_grid,
     row_shape,
+    row_signature,
+    row_spec,
     row_tile_configs,
+    row_tile_specs,
     rows_per_program,
 )
 from kernellab.kit.triton import (
@@ -67,10 +72,11 @@ from kernellab.kit.triton import (
 )
 
 __all__ = [
-    "LOOP_MIN_COLS", "ONE_PASS_MAX_COLS", "REGISTER_ROW_COLS", "ROW_STAGES", "TOLERANCE", "CompileSpec", "Family",
-    "Unavailable", "autotune", "builds_on", "chunk_loop_configs", "compiled", "cuda_backward_op", "cuda_op", "cuda_ops",
-    "element_size",
-    "elementwise_bytes", "elementwise_configs", "forced_config", "generator", "launch", "launch_config", "numel",
-    "peers", "prune_chunk_configs", "prune_row_tile_configs", "randn", "returns_new", "row_grid", "row_shape",
-    "row_tile_configs", "rows_per_program", "step", "torch_dtype", "triton_interpreted", "triton_type",
+    "LOOP_MIN_COLS", "ONE_PASS_MAX_COLS", "REGISTER_ROW_COLS", "ROW_DIVISIBLE", "ROW_STAGES", "TOLERANCE",
+    "CompileSpec", "Family", "Unavailable", "autotune", "builds_on", "chunk_loop_configs", "compiled",
+    "cuda_backward_op", "cuda_op",
+    "cuda_ops", "element_size", "elementwise_bytes", "elementwise_configs", "forced_config", "generator", "launch",
+    "launch_config", "numel", "peers", "prune_chunk_configs", "prune_row_tile_configs", "randn", "returns_new",
+    "row_bytes", "row_grid", "row_shape", "row_signature", "row_spec", "row_tile_configs", "row_tile_specs",
+    "rows_per_program", "step", "torch_dtype", "triton_interpreted", "triton_type",
 ]

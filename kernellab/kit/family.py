@@ -167,7 +167,7 @@ class Family:
 
     title: str = ""
     bound: str = ""  # "memory" or "compute": which ceiling % of peak refers to
-    dtypes: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ("fp32", "bf16")  # what every family but matmul takes
     make_inputs: Callable[..., tuple] | None = None  # (shape, dtype, device, seed, **params) -> inputs
     reference: Callable[..., Any] | None = None  # (*inputs64, **params) -> float64 tensor
     bytes_moved: Callable[..., int] | None = None  # (shape, dtype, **params) -> bytes

@@ -1,6 +1,11 @@
-"""Row kernels (softmax, layer norm, RMSNorm): shapes, grids and the autotune configs that fit a row."""
+"""Row kernels (softmax, layer norm, RMSNorm): shapes, grids, the autotune configs that fit a row,
+the argument types and specs the PTX report cross-compiles, and the byte model."""
 
 from __future__ import annotations
+
+from kernellab.kit.data import numel
+from kernellab.kit.dtypes import element_size, triton_type
+from kernellab.kit.triton import CompileSpec
 
 # Row kernels (softmax, layer norm, RMSNorm) hold a row in registers in one pass, or loop
 # over it in chunks (a streaming path, named by a constexpr flag: LOOPED, ONLINE). Rows up
@@ -108,3 +113,42 @@ def row_grid(rows: int, block_cols: int, flag: str):
     import triton
 
     return lambda meta: (rows if meta[flag] else triton.cdiv(rows, rows_per_program(meta["TILE"], block_cols)),)
+
+
+# the row kernels' integer arguments, all multiples of 16 in the cross-compiled cases
+ROW_DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
+
+
+def row_signature(dtype: str, vectors: tuple[str, ...] = (), eps: bool = False) -> dict:
+    """The argument types of a row kernel, for cross-compiling: x_ptr, one ``<v>_ptr`` per
+    per-column vector (``("w", "b")``), out_ptr, the shape and strides, then an fp32 ``eps``."""
+    ty = triton_type(dtype)
+    sig = {"x_ptr": f"*{ty}", **{f"{v}_ptr": f"*{ty}" for v in vectors}, "out_ptr": f"*{ty}", "n_rows": "i32",
+           "n_cols": "i32", "stride_x": "i32", "stride_out": "i32"}
+    if eps:
+        sig["eps"] = "fp32"
+    return sig
+
+
+def row_spec(kernel, sig: dict, block_cols: int, tile: int, flag: str, looped: bool, warps: int,
+             label: str) -> CompileSpec:
+    """A row kernel's config to cross-compile: BLOCK_COLS, TILE and its streaming ``flag``."""
+    return CompileSpec(kernel, sig, {"BLOCK_COLS": block_cols, "TILE": tile, flag: looped}, num_warps=warps,
+                       label=label, divisible=ROW_DIVISIBLE)
+
+
+def row_tile_specs(kernel, sig: dict, flag: str = "LOOPED") -> list[CompileSpec]:
+    """What the PTX report shows of a kernel tuned over ``row_tile_configs(flag)``: 4096 columns
+    in one pass, and 32768 looped in chunks of 4096, both with 8 warps."""
+    return [row_spec(kernel, sig, 4096, 4096, flag, False, 8, "cols=4096: one row per program, num_warps=8"),
+            row_spec(kernel, sig, 32768, 4096, flag, True, 8, "cols=32768: looped, chunk 4096, num_warps=8")]
+
+
+def row_bytes(vectors: int = 0):
+    """Bytes of a row kernel: x read and the output written once, and ``vectors`` per-column
+    vectors (a weight, a bias) read once."""
+
+    def count(shape, dtype, **_):
+        return (2 * numel(shape) + vectors * shape[-1]) * element_size(dtype)
+
+    return count

@@ -17,20 +17,21 @@ PTX_MAX_BYTES = 4 << 20
 # (label, texts a matching line must hold, pattern): most lines of a listing hold none of the
 # texts, and a substring test skips them before the regex searches (which were most of a
 # report's rendering time)
+def _word(name: str):
+    """A highlight for the instruction ``name`` as a whole word."""
+    return name, (name,), re.compile(rf"\b{re.escape(name)}\b")
+
+
 HIGHLIGHT = [
     ("ld.global.v4", ("ld.global",), re.compile(r"\bld\.global(\.\w+)*\.v4\b")),
     ("ld.global.v2", ("ld.global",), re.compile(r"\bld\.global(\.\w+)*\.v2\b")),
     ("st.global.v4", ("st.global",), re.compile(r"\bst\.global(\.\w+)*\.v4\b")),
-    ("wgmma", ("wgmma",), re.compile(r"\bwgmma\b")),
+    _word("wgmma"),
     ("mma", ("mma.",), re.compile(r"(?<![\w.])mma\.")),
-    ("tanh.approx", ("tanh.approx",), re.compile(r"\btanh\.approx\b")),
-    ("ld.local", ("ld.local",), re.compile(r"\bld\.local\b")),
-    ("st.local", ("st.local",), re.compile(r"\bst\.local\b")),
+    *map(_word, ("tanh.approx", "ld.local", "st.local")),
     ("LDG.128", ("LDG",), re.compile(r"\bLDG\.E(\.\w+)*\.128\b")),
     ("STG.128", ("STG",), re.compile(r"\bSTG\.E(\.\w+)*\.128\b")),
-    ("HGMMA", ("HGMMA",), re.compile(r"\bHGMMA\b")),
-    ("HMMA", ("HMMA",), re.compile(r"\bHMMA\b")),
-    ("MUFU.TANH", ("MUFU.TANH",), re.compile(r"\bMUFU\.TANH\b")),
+    *map(_word, ("HGMMA", "HMMA", "MUFU.TANH")),
     ("LDL/STL (local memory)", ("LDL", "STL"), re.compile(r"\b(LDL|STL)(\.\w+)*\b")),
 ]
 _NEEDED = tuple({t for _, texts, _ in HIGHLIGHT for t in texts})

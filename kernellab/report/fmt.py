@@ -8,6 +8,7 @@ rendered with Jinja2's autoescape; Markdown pages pass every ``{{ value }}`` thr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -27,11 +28,20 @@ def is_num(x) -> bool:
 
 
 # ------------------------------------------------------------------ numbers
+def _finite(fmt):
+    """``fmt`` of a number as a float; NA for what is no finite number (None, "", NaN, text)."""
+
+    @functools.wraps(fmt)
+    def format_finite(x, *args, **kwargs) -> str:
+        x = to_float(x)
+        return fmt(x, *args, **kwargs) if math.isfinite(x) else NA
+
+    return format_finite
+
+
+@_finite
 def us(x) -> str:
     """Microseconds: 3-4 significant digits, thousands separated."""
-    x = to_float(x)
-    if not math.isfinite(x):
-        return NA
     a = abs(x)
     if a >= 100:
         return f"{x:,.1f}"
@@ -42,18 +52,14 @@ def us(x) -> str:
     return f"{x:.4f}"
 
 
+@_finite
 def num(x, digits: int = 1) -> str:
-    x = to_float(x)
-    if not math.isfinite(x):
-        return NA
     return f"{x:,.{digits}f}"
 
 
+@_finite
 def sig(x, digits: int = 3) -> str:
     """A number with about ``digits`` significant digits, without exponent when sensible."""
-    x = to_float(x)
-    if not math.isfinite(x):
-        return NA
     if x == 0:
         return "0"
     a = abs(x)
@@ -68,15 +74,13 @@ def throughput(x, metric: str) -> str:
     return num(x, 1) if metric == "gbps" else sig(x, 3)
 
 
+@_finite
 def pct(x, digits: int = 1) -> str:
-    x = to_float(x)
-    return f"{x:.{digits}f}%" if math.isfinite(x) else NA
+    return f"{x:.{digits}f}%"
 
 
+@_finite
 def ratio(x) -> str:
-    x = to_float(x)
-    if not math.isfinite(x):
-        return NA
     return f"{x:.2f}×" if x >= 0.1 else f"{sig(x, 3)}×"
 
 
@@ -89,20 +93,18 @@ def faster_side(time_ratio: float, this: str, other: str) -> tuple[str, str] | N
     return (this, ratio(x)) if x > 1 else (other, ratio(1 / x))
 
 
+@_finite
 def sci(x) -> str:
-    x = to_float(x)
-    return f"{x:.2e}" if math.isfinite(x) else NA
+    return f"{x:.2e}"
 
 
+@_finite
 def integer(x) -> str:
-    x = to_float(x)
-    return f"{int(round(x)):,}" if math.isfinite(x) else NA
+    return f"{int(round(x)):,}"
 
 
+@_finite
 def nbytes(x) -> str:
-    x = to_float(x)
-    if not math.isfinite(x):
-        return NA
     for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if abs(x) >= size:
             return f"{x / size:.1f} {unit}"

@@ -37,24 +37,24 @@ def metric_label(metric: str) -> str:
     return "TFLOP/s" if metric == "tflops" else "GB/s"
 
 
-def ceiling(survey: dict, metric: str, dtype: str) -> float:
-    """This machine's measured ceiling: copy GB/s, or matmul TFLOP/s of the dtype."""
-    if not isinstance(survey, dict):
+def _peak(table, gbps_key: str, tflops_key: str, metric: str, dtype: str) -> float:
+    """GB/s under ``gbps_key``, or the dtype's TFLOP/s under ``tflops_key``, of a survey's table."""
+    if not isinstance(table, dict):
         return math.nan
     if metric == "gbps":
-        return to_float(survey.get("copy_gbps"))
-    mm = survey.get("matmul_tflops")
-    return to_float(mm.get(dtype)) if isinstance(mm, dict) else math.nan
+        return to_float(table.get(gbps_key))
+    tf = table.get(tflops_key)
+    return to_float(tf.get(dtype)) if isinstance(tf, dict) else math.nan
+
+
+def ceiling(survey: dict, metric: str, dtype: str) -> float:
+    """This machine's measured ceiling: copy GB/s, or matmul TFLOP/s of the dtype."""
+    return _peak(survey, "copy_gbps", "matmul_tflops", metric, dtype)
 
 
 def datasheet(survey: dict, metric: str, dtype: str) -> float:
     ds = survey.get("datasheet") if isinstance(survey, dict) else None
-    if not isinstance(ds, dict):
-        return math.nan
-    if metric == "gbps":
-        return to_float(ds.get("bw_gbps"))
-    tf = ds.get("tflops")
-    return to_float(tf.get(dtype)) if isinstance(tf, dict) else math.nan
+    return _peak(ds, "bw_gbps", "tflops", metric, dtype)
 
 
 def value(r: dict, metric: str) -> float:

@@ -10,7 +10,16 @@ from matplotlib.lines import Line2D
 
 from kernellab.report import plots  # plots.png_bytes by name: the tests look at each figure through it
 from kernellab.report.fmt import mpl_text
-from kernellab.report.plots import DPI, finite_pos, log_ticks, markers_for, ratio_ticks, style
+from kernellab.report.plots import (
+    DPI,
+    finite_pos,
+    log_log_axes,
+    log_ticks,
+    markers_for,
+    ratio_ticks,
+    side_legend,
+    style,
+)
 
 VERDICT_COLORS = {"SAME": "#888888", "FASTER": "#2a9d4a", "SLOWER": "#d1495b", "AMBIGUOUS": "#e0a030"}
 
@@ -30,9 +39,7 @@ def medians(pairs: list[dict], this: str, other: str) -> bytes | None:
     with style():
         fig = Figure(figsize=(7.5, 6.0), dpi=DPI)
         fig.subplots_adjust(left=0.12, right=0.7, top=0.92, bottom=0.1)
-        ax = fig.subplots()
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax = log_log_axes(fig)
         (same,) = ax.plot([lo, hi], [lo, hi], color="#555555", linestyle="--", linewidth=1.0, label="same time")
         handles: list = [same]
         for verdict, color in VERDICT_COLORS.items():
@@ -52,16 +59,7 @@ def medians(pairs: list[dict], this: str, other: str) -> bytes | None:
         ax.set_xlabel(mpl_text(f"median µs on {this}"))
         ax.set_ylabel(mpl_text(f"median µs on {other}"))
         ax.set_title(mpl_text(f"common cases (above the line: {this} faster)"))
-        fig.legend(
-            handles,
-            [h.get_label() for h in handles],
-            loc="upper left",
-            bbox_to_anchor=(0.72, 0.92),
-            fontsize=8,
-            frameon=False,
-            title=mpl_text(f"verdict for {this}"),
-            title_fontsize=8,
-        )
+        side_legend(fig, handles, (0.72, 0.92), 8, title=mpl_text(f"verdict for {this}"), title_fontsize=8)
         return plots.png_bytes(fig)
 
 
@@ -133,16 +131,7 @@ def _legend(fig, same, counts: dict[str, int], this: str, anchor: tuple[float, f
         Line2D([], [], color="#000000", marker="D", markerfacecolor="none", linestyle="", label="median"),
         same,
     ]
-    fig.legend(
-        handles,
-        [h.get_label() for h in handles],
-        loc="upper left",
-        bbox_to_anchor=anchor,
-        fontsize=8,
-        frameon=False,
-        title=mpl_text(f"verdict for {this}"),
-        title_fontsize=8,
-    )
+    side_legend(fig, handles, anchor, 8, title=mpl_text(f"verdict for {this}"), title_fontsize=8)
 
 
 def ceiling_ratios(rows: list[dict], this: str, other: str) -> bytes | None:

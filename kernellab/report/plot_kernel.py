@@ -16,24 +16,12 @@ from kernellab.report.plots import DPI, colors_for, finite_pos, log_ticks, marke
 def _ceiling_lines(ax, ceiling: tuple[float, float], unit: str, handles: dict) -> None:
     """The measured ceiling and the datasheet value as horizontal lines (where known)."""
     measured, sheet = ceiling
-    if finite_pos(measured):
-        ln = ax.axhline(
-            measured,
-            color="#444444",
-            linewidth=1.1,
-            linestyle="-",
-            label=f"measured ceiling ({measured:,.4g} {unit})",
-        )
-        handles.setdefault("~" + ln.get_label(), ln)
-    if finite_pos(sheet):
-        ln = ax.axhline(
-            sheet,
-            color="#999999",
-            linewidth=1.1,
-            linestyle=":",
-            label=f"datasheet ({sheet:,.4g} {unit})",
-        )
-        handles.setdefault("~~" + ln.get_label(), ln)
+    # the "~" keys sort the two lines after the kernels in the legend, the measured one first
+    for y, color, dash, name, key in ((measured, "#444444", "-", "measured ceiling", "~"),
+                                       (sheet, "#999999", ":", "datasheet", "~~")):
+        if finite_pos(y):
+            ln = ax.axhline(y, color=color, linewidth=1.1, linestyle=dash, label=f"{name} ({y:,.4g} {unit})")
+            handles.setdefault(key + ln.get_label(), ln)
 
 
 def _panel(ax, kind: str, label: str, rows: list[dict], axis: tuple[str, str, str],

@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 
 from kernellab.report import plots  # plots.png_bytes by name: the tests look at each figure through it
 from kernellab.report.fmt import mpl_text, to_float
-from kernellab.report.plots import DPI, colors_for, finite_pos, log_ticks, markers_for, style
+from kernellab.report.plots import DPI, colors_for, finite_pos, log_log_axes, log_ticks, markers_for, side_legend, style
 
 
 def _fixed(fixed: dict, key: str) -> str:
@@ -108,9 +108,7 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
     with style():
         fig = Figure(figsize=(10.0, 6.0), dpi=DPI)
         fig.subplots_adjust(left=0.09, right=0.72, top=0.93, bottom=0.1)
-        ax = fig.subplots()
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax = log_log_axes(fig)
         grid = [xmin * (xmax / xmin) ** (i / 200) for i in range(201)]
         roofs = _measured_roofs(ax, grid, bw, peaks, fixed) + _datasheet_roofs(ax, grid, ds_bw, ds_tf, dtypes)
         for k in kernels:
@@ -141,13 +139,5 @@ def roofline(points: list[dict], survey: dict, hardware: str) -> bytes | None:
             Line2D([], [], color="#555555", marker=marks[d], linestyle="", label=mpl_text(d)) for d in dtypes
         ]
         handles = roofs + kernel_h + dtype_h
-        fig.legend(
-            handles,
-            [h.get_label() for h in handles],
-            loc="upper left",
-            bbox_to_anchor=(0.74, 0.93),
-            fontsize=7,
-            frameon=False,
-            ncol=1 if len(handles) <= 30 else 2,
-        )
+        side_legend(fig, handles, (0.74, 0.93), 7, ncol=1 if len(handles) <= 30 else 2)
         return plots.png_bytes(fig)

@@ -125,6 +125,21 @@ def _compact(v, _pos) -> str:
     return f"{v:g}"
 
 
+def log_log_axes(fig):
+    """The figure's one axes, both scales logarithmic."""
+    ax = fig.subplots()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    return ax
+
+
+def side_legend(fig, handles, anchor: tuple[float, float], fontsize: int, **options) -> None:
+    """The legend of ``handles`` (their labels) in the figure's right margin, its top left corner at
+    ``anchor``; ``options`` go to ``Figure.legend`` (a title, columns)."""
+    fig.legend(handles, [h.get_label() for h in handles], loc="upper left", bbox_to_anchor=anchor,
+               fontsize=fontsize, frameon=False, **options)
+
+
 def log_ticks(axis, fmt=_compact) -> None:
     """Major ticks only on a log axis, as many as fit: 1-2-5 per decade across a narrow range,
     decades only across a wide one. Matplotlib's default labels minor ticks when the range is

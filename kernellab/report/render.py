@@ -80,14 +80,18 @@ def _write(path: Path, content: str | bytes) -> Path:
     return path
 
 
+def _add_tidy(out: list[str], line: str) -> None:
+    """Append ``line`` without its trailing spaces, unless it makes a second blank line in a row."""
+    line = line.rstrip()
+    if line or not out or out[-1]:
+        out.append(line)
+
+
 def _tidy(text: str) -> str:
     """No trailing spaces, at most one blank line in a row, one final newline."""
     out: list[str] = []
     for line in text.split("\n"):
-        line = line.rstrip()
-        if not line and out and not out[-1]:
-            continue
-        out.append(line)
+        _add_tidy(out, line)
     return "\n".join(out).strip("\n") + "\n"
 
 
@@ -116,10 +120,7 @@ def _tidy_md(text: str) -> str:
             fence = stripped[: len(stripped) - len(stripped.lstrip("`"))]
             out.append(line.rstrip())
             continue
-        line = line.rstrip()
-        if not line and out and not out[-1]:
-            continue
-        out.append(line)
+        _add_tidy(out, line)
     return "\n".join(out).strip("\n") + "\n"
 
 

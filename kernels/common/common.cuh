@@ -272,6 +272,16 @@ struct BlockRow {
     }
     return s;
   }
+
+  // Unit u of the row again: from the fp32 copy first_pass<true> cached, else from x.
+  template <bool CACHED>
+  __device__ __forceinline__ void reload(int u, float (&v)[N]) const {
+    if constexpr (CACHED) {
+      IO::cache_load(cache, u, v);
+    } else {
+      IO::load(xr, u, v);
+    }
+  }
 };
 
 // Whether a row of `cols` fp32 values fits in one block's shared memory on this device.

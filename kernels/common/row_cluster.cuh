@@ -84,6 +84,15 @@ inline bool cluster_rows_shape(int64_t cols, bool aligned, ClusterShape& s) {
          cluster_shape(units, cluster_vecs(units), s);
 }
 
+// A cluster step's host side: `launch(shape)` where the row fits a cluster (cluster_rows_shape), else
+// `fallback()`, the family's kernel for every row.
+template <typename T, typename Launch, typename Fallback>
+int cluster_rows_or(int64_t cols, bool aligned, Launch launch, Fallback fallback) {
+  ClusterShape shape;
+  if (cluster_rows_shape<T>(cols, aligned, shape)) return launch(shape);
+  return fallback();
+}
+
 // Launch the cluster kernel of V = s.vecs (4, 2 or 1) vectors per thread, one cluster per row:
 // `kernel_of(std::integral_constant<int, V>{})` names the family's instantiation, e.g.
 //   launch_cluster_rows_v([](auto v) { return row_sum_cluster<T, decltype(v)::value>; }, rows, s, stream, ...)

@@ -239,7 +239,6 @@ def check_determinism(impl_fn, inputs, p, **params):
 FAMILY = Family(
     title="Dropout (training mode, seeded)",
     bound="memory",
-    dtypes=("fp32", "bf16"),
     make_inputs=make_inputs,
     reference=reference,
     bytes_moved=lambda shape, dtype, **_: 2 * numel(shape) * element_size(dtype),

@@ -101,7 +101,6 @@ def out_like(x):
 FAMILY = Family(
     title="GeLU (tanh approximation)",
     bound="memory",
-    dtypes=("fp32", "bf16"),
     make_inputs=make_inputs,
     reference=reference,
     error_floor=error_floor,

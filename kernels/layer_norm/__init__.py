@@ -23,7 +23,6 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import (
-    CompileSpec,
     Family,
     autotune,
     compiled,
@@ -35,10 +34,12 @@ from kernellab.kit import (
     prune_row_tile_configs,
     randn,
     returns_new,
+    row_bytes,
     row_grid,
     row_shape,
+    row_signature,
     row_tile_configs,
-    triton_type,
+    row_tile_specs,
 )
 
 EPS = 1e-5
@@ -181,24 +182,13 @@ def layer_norm_quack(x, w, b):
     return _quack_layer_norm(x, _quack_w32(w), _quack_b32(b), eps=EPS)
 
 
-DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
-
-
 def signature(dtype: str) -> dict:
     """The argument types every layer-norm kernel takes, for cross-compiling."""
-    ty = triton_type(dtype)
-    return {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32",
-            "n_cols": "i32", "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+    return row_signature(dtype, ("w", "b"), eps=True)
 
 
 def compile_specs(dtype: str):
-    sig = signature(dtype)
-    return [
-        CompileSpec(layer_norm_tuned, sig, {"BLOCK_COLS": 4096, "TILE": 4096, "LOOPED": False}, num_warps=8,
-                    label="cols=4096: one row per program, num_warps=8", divisible=DIVISIBLE),
-        CompileSpec(layer_norm_tuned, sig, {"BLOCK_COLS": 32768, "TILE": 4096, "LOOPED": True}, num_warps=8,
-                    label="cols=32768: looped, chunk 4096, num_warps=8", divisible=DIVISIBLE),
-    ]
+    return row_tile_specs(layer_norm_tuned, signature(dtype))
 
 
 def make_inputs(shape, dtype, device, seed):
@@ -212,10 +202,6 @@ def make_inputs(shape, dtype, device, seed):
 
 def out_like(x, w, b):
     return torch.empty_like(x)
-
-
-def bytes_moved(shape, dtype, **_):
-    return (2 * numel(shape) + 2 * shape[-1]) * element_size(dtype)
 
 
 def backward_error_floor(x, w, b, dy):
@@ -243,10 +229,9 @@ def layer_norm_op(x, w, b):
 FAMILY = Family(
     title="LayerNorm over the last dimension",
     bound="memory",
-    dtypes=("fp32", "bf16"),
     make_inputs=make_inputs,
     reference=reference,
-    bytes_moved=bytes_moved,
+    bytes_moved=row_bytes(vectors=2),
     flops=lambda shape, dtype, **_: 8 * numel(shape),
     out_like=out_like,
     shape_rank=(2,),

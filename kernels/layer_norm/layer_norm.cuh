@@ -49,43 +49,30 @@ __global__ void __launch_bounds__(1024)
   constexpr int N = IO::N;
   extern __shared__ __align__(16) float smem[];
   const kl::BlockRow<T, VEC> r(smem, x, out, cols);
-  float* scratch = r.scratch;
-  float* cache = r.cache;
-  const T* xr = r.xr;
-  T* yr = r.yr;
-  const int units = r.units;
 
   const float s = r.template first_pass<CACHED>([](float v) { return v; });
-  const float mean = kl::block_sum(s, scratch) / static_cast<float>(cols);
+  const float mean = kl::block_sum(s, r.scratch) / static_cast<float>(cols);
 
   float ss = 0.0f;
-  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+  for (int u = threadIdx.x; u < r.units; u += blockDim.x) {
     float f[N];
-    if constexpr (CACHED) {
-      IO::cache_load(cache, u, f);
-    } else {
-      IO::load(xr, u, f);
-    }
+    r.template reload<CACHED>(u, f);
 #pragma unroll
     for (int j = 0; j < N; ++j) {
       const float d = f[j] - mean;
       ss += d * d;
     }
   }
-  const float rstd = rsqrtf(kl::block_sum(ss, scratch) / static_cast<float>(cols) + eps);
+  const float rstd = rsqrtf(kl::block_sum(ss, r.scratch) / static_cast<float>(cols) + eps);
 
-  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+  for (int u = threadIdx.x; u < r.units; u += blockDim.x) {
     float f[N], wf[N], bf[N];
-    if constexpr (CACHED) {
-      IO::cache_load(cache, u, f);
-    } else {
-      IO::load(xr, u, f);
-    }
+    r.template reload<CACHED>(u, f);
     IO::load(w, u, wf);
     IO::load(b, u, bf);
 #pragma unroll
     for (int j = 0; j < N; ++j) f[j] = (f[j] - mean) * rstd * wf[j] + bf[j];
-    IO::store(yr, u, f);
+    IO::store(r.yr, u, f);
   }
 }
 

@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import (
+    ROW_DIVISIBLE,
     CompileSpec,
     autotune,
     chunk_loop_configs,
@@ -18,7 +19,7 @@ from kernellab.kit import (
     row_shape,
 )
 
-from . import DIVISIBLE, EPS, signature
+from . import EPS, signature
 
 
 @triton.jit
@@ -212,6 +213,6 @@ def loop_specs(rows: int, chunk: int, warps: int, grouped=False, **constexprs):
             meta["GROUP"] = vector_elems(element_size(dtype))
         return [CompileSpec(layer_norm_group_kernel if grouped else layer_norm_loop_kernel, signature(dtype), meta,
                             num_warps=warps, label=f"cols=32768: {rows} row(s) per program, chunk {chunk}, "
-                            f"num_warps={warps}", divisible=DIVISIBLE)]
+                            f"num_warps={warps}", divisible=ROW_DIVISIBLE)]
 
     return specs

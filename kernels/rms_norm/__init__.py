@@ -20,7 +20,6 @@ import triton
 import triton.language as tl
 
 from kernellab.kit import (
-    CompileSpec,
     Family,
     autotune,
     compiled,
@@ -32,10 +31,12 @@ from kernellab.kit import (
     prune_row_tile_configs,
     randn,
     returns_new,
+    row_bytes,
     row_grid,
     row_shape,
+    row_signature,
     row_tile_configs,
-    triton_type,
+    row_tile_specs,
 )
 
 EPS = 1e-6
@@ -180,24 +181,13 @@ def rms_norm_quack_bwd(out, dy, saved, x, w):
     return dx, dw.to(w.dtype)
 
 
-DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
-
-
 def signature(dtype: str) -> dict:
     """The argument types of the RMSNorm kernel, for cross-compiling."""
-    ty = triton_type(dtype)
-    return {"x_ptr": f"*{ty}", "w_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32", "n_cols": "i32",
-            "stride_x": "i32", "stride_out": "i32", "eps": "fp32"}
+    return row_signature(dtype, ("w",), eps=True)
 
 
 def compile_specs(dtype: str):
-    sig = signature(dtype)
-    return [
-        CompileSpec(rms_norm_tuned, sig, {"BLOCK_COLS": 4096, "TILE": 4096, "LOOPED": False}, num_warps=8,
-                    label="cols=4096: one row per program, num_warps=8", divisible=DIVISIBLE),
-        CompileSpec(rms_norm_tuned, sig, {"BLOCK_COLS": 32768, "TILE": 4096, "LOOPED": True}, num_warps=8,
-                    label="cols=32768: looped, chunk 4096, num_warps=8", divisible=DIVISIBLE),
-    ]
+    return row_tile_specs(rms_norm_tuned, signature(dtype))
 
 
 def make_inputs(shape, dtype, device, seed):
@@ -210,10 +200,6 @@ def make_inputs(shape, dtype, device, seed):
 
 def out_like(x, w):
     return torch.empty_like(x)
-
-
-def bytes_moved(shape, dtype, **_):
-    return (2 * numel(shape) + shape[-1]) * element_size(dtype)
 
 
 def backward_error_floor(x, w, dy):
@@ -245,10 +231,9 @@ def rms_norm_op(x, w):
 FAMILY = Family(
     title="RMSNorm over the last dimension",
     bound="memory",
-    dtypes=("fp32", "bf16"),
     make_inputs=make_inputs,
     reference=reference,
-    bytes_moved=bytes_moved,
+    bytes_moved=row_bytes(vectors=1),
     flops=lambda shape, dtype, **_: 4 * numel(shape),
     out_like=out_like,
     shape_rank=(2,),

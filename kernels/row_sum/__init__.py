@@ -117,7 +117,6 @@ def out_like(x):
 FAMILY = Family(
     title="Row sums (fp32 accumulation)",
     bound="memory",
-    dtypes=("fp32", "bf16"),
     make_inputs=make_inputs,
     reference=reference,
     bytes_moved=lambda shape, dtype, **_: numel(shape) * element_size(dtype) + 4 * shape[0],

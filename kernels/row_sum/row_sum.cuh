@@ -64,3 +64,13 @@ int launch_row_sum_warp(const T* x, float* out, int64_t rows, int64_t cols, cuda
 }
 
 }  // namespace kl
+
+// A step's launcher from its typed call: the dtype switch and the cast, x typed const T*.
+#define KL_ROW_SUM_STEP(name, call)                                                                      \
+  int name(const void* xv, float* out, int64_t rows, int64_t cols, DType dtype, cudaStream_t stream) { \
+    return by_dtype(dtype, [&](auto t) {                                                                 \
+      using T = typename decltype(t)::type;                                                              \
+      const T* x = static_cast<const T*>(xv);                                                            \
+      return call;                                                                                       \
+    });                                                                                                  \
+  }

@@ -21,17 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.kit import (
-    CompileSpec,
-    Family,
-    compiled,
-    element_size,
-    numel,
-    peers,
-    randn,
-    returns_new,
-    triton_type,
-)
+from kernellab.kit import Family, compiled, numel, peers, randn, returns_new, row_bytes, row_signature, row_spec
 
 from . import backward
 
@@ -127,15 +117,8 @@ def softmax_quack(x):
     return _quack_softmax(x)
 
 
-DIVISIBLE = ("n_rows", "n_cols", "stride_x", "stride_out")
-
-
 def _spec(kernel, dtype, block_cols, tile, online, warps, label):
-    ty = triton_type(dtype)
-    sig = {"x_ptr": f"*{ty}", "out_ptr": f"*{ty}", "n_rows": "i32", "n_cols": "i32", "stride_x": "i32",
-           "stride_out": "i32"}
-    return CompileSpec(kernel, sig, {"BLOCK_COLS": block_cols, "TILE": tile, "ONLINE": online},
-                       num_warps=warps, label=label, divisible=DIVISIBLE)
+    return row_spec(kernel, row_signature(dtype), block_cols, tile, "ONLINE", online, warps, label)
 
 
 def make_inputs(shape, dtype, device, seed):
@@ -149,10 +132,9 @@ def out_like(x):
 FAMILY = Family(
     title="Softmax over the last dimension",
     bound="memory",
-    dtypes=("fp32", "bf16"),
     make_inputs=make_inputs,
     reference=reference,
-    bytes_moved=lambda shape, dtype, **_: 2 * numel(shape) * element_size(dtype),
+    bytes_moved=row_bytes(),
     flops=lambda shape, dtype, **_: 5 * numel(shape),
     out_like=out_like,
     shape_rank=(2,),

@@ -96,3 +96,14 @@ int launch_softmax_block(const T* x, T* out, int64_t rows, int64_t cols, cudaStr
 }
 
 }  // namespace kl
+
+// A step's launcher from its typed call: the dtype switch and the casts, x and out typed T*.
+#define KL_SOFTMAX_STEP(name, call)                                                                     \
+  int name(const void* xv, void* outv, int64_t rows, int64_t cols, DType dtype, cudaStream_t stream) { \
+    return by_dtype(dtype, [&](auto t) {                                                                \
+      using T = typename decltype(t)::type;                                                             \
+      const T* x = static_cast<const T*>(xv);                                                           \
+      T* out = static_cast<T*>(outv);                                                                   \
+      return call;                                                                                      \
+    });                                                                                                 \
+  }

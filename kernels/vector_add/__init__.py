@@ -70,7 +70,6 @@ def make_inputs(shape, dtype, device, seed):
 FAMILY = Family(
     title="Vector add",
     bound="memory",
-    dtypes=("fp32", "bf16"),
     make_inputs=make_inputs,
     reference=reference,
     bytes_moved=elementwise_bytes(2),

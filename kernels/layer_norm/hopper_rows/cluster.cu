@@ -42,20 +42,15 @@ namespace kl {
 namespace {
 
 template <typename T>
-int launch_layer_norm_cluster(const T* x, const T* w, const T* b, T* out, int64_t rows, int64_t cols, float eps,
-                              const ClusterShape& s, cudaStream_t stream) {
-  return launch_cluster_rows_v([](auto v) { return layer_norm_cluster<T, decltype(v)::value>; }, rows, s, stream,
-                               x, w, b, out, static_cast<int>(cols), s.slice_units, eps);
-}
-
-template <typename T>
 int run_cluster(const T* x, const T* w, const T* b, T* out, int64_t rows, int64_t cols, float eps,
                 cudaStream_t stream) {
-  ClusterShape shape;
-  if (cluster_rows_shape<T>(cols, aligned16(x) && aligned16(w) && aligned16(b) && aligned16(out), shape)) {
-    return launch_layer_norm_cluster(x, w, b, out, rows, cols, eps, shape, stream);
-  }
-  return launch_layer_norm_block(x, w, b, out, rows, cols, eps, stream);
+  return cluster_rows_or<T>(
+      cols, aligned16(x) && aligned16(w) && aligned16(b) && aligned16(out),
+      [&](const ClusterShape& s) {
+        return launch_cluster_rows_v([](auto v) { return layer_norm_cluster<T, decltype(v)::value>; }, rows, s,
+                                     stream, x, w, b, out, static_cast<int>(cols), s.slice_units, eps);
+      },
+      [&] { return launch_layer_norm_block(x, w, b, out, rows, cols, eps, stream); });
 }
 
 KL_LAYER_NORM_STEP(cluster, run_cluster(x, w, b, out, rows, cols, eps, stream))

@@ -37,19 +37,14 @@ namespace kl {
 namespace {
 
 template <typename T>
-int launch_rms_norm_cluster(const T* x, const T* w, T* out, int64_t rows, int64_t cols, float eps,
-                            const ClusterShape& s, cudaStream_t stream) {
-  return launch_cluster_rows_v([](auto v) { return rms_norm_cluster<T, decltype(v)::value>; }, rows, s, stream,
-                               x, w, out, static_cast<int>(cols), s.slice_units, eps);
-}
-
-template <typename T>
 int run_cluster(const T* x, const T* w, T* out, int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
-  ClusterShape shape;
-  if (cluster_rows_shape<T>(cols, aligned16(x) && aligned16(w) && aligned16(out), shape)) {
-    return launch_rms_norm_cluster(x, w, out, rows, cols, eps, shape, stream);
-  }
-  return launch_rms_norm_block(x, w, out, rows, cols, eps, stream);
+  return cluster_rows_or<T>(
+      cols, aligned16(x) && aligned16(w) && aligned16(out),
+      [&](const ClusterShape& s) {
+        return launch_cluster_rows_v([](auto v) { return rms_norm_cluster<T, decltype(v)::value>; }, rows, s,
+                                     stream, x, w, out, static_cast<int>(cols), s.slice_units, eps);
+      },
+      [&] { return launch_rms_norm_block(x, w, out, rows, cols, eps, stream); });
 }
 
 KL_RMS_NORM_STEP(cluster, run_cluster(x, w, out, rows, cols, eps, stream))

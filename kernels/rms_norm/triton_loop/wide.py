@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import triton
 
-from kernellab.kit import CompileSpec, autotune, chunk_loop_configs, launch, prune_chunk_configs, row_shape, step
+from kernellab.kit import (
+    ROW_DIVISIBLE,
+    CompileSpec,
+    autotune,
+    chunk_loop_configs,
+    launch,
+    prune_chunk_configs,
+    row_shape,
+    step,
+)
 
-from .. import DIVISIBLE, EPS, rms_norm_kernel, signature
+from .. import EPS, rms_norm_kernel, signature
 
 WIDE_SHAPES = [(2048, 8), (2048, 16), (4096, 8), (4096, 16), (4096, 32), (8192, 16), (8192, 32), (16384, 16),
                (16384, 32), (32768, 32)]
@@ -21,7 +30,8 @@ rms_norm_wide = autotune(
 def wide_specs(dtype: str):
     return [CompileSpec(rms_norm_wide, signature(dtype), {"BLOCK_COLS": 32768, "TILE": 8192, "LOOPED": True,
                                                           "EVEN": True, "KNOWN_TRIP": True}, num_warps=32,
-                        label="cols=32768: looped, chunk 8192, num_warps=32, known trip count", divisible=DIVISIBLE)]
+                        label="cols=32768: looped, chunk 8192, num_warps=32, known trip count",
+                        divisible=ROW_DIVISIBLE)]
 
 
 @step(triton_kernels=(rms_norm_wide,), compile_specs=wide_specs)

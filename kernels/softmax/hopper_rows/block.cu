@@ -4,12 +4,7 @@
 namespace kl {
 namespace {
 
-int block(const void* x, void* out, int64_t rows, int64_t cols, DType dtype, cudaStream_t stream) {
-  return by_dtype(dtype, [&](auto t) {
-    using T = typename decltype(t)::type;
-    return launch_softmax_block(static_cast<const T*>(x), static_cast<T*>(out), rows, cols, stream);
-  });
-}
+KL_SOFTMAX_STEP(block, launch_softmax_block(x, out, rows, cols, stream))
 
 }  // namespace
 

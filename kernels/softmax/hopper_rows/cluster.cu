@@ -49,27 +49,17 @@ namespace kl {
 namespace {
 
 template <typename T>
-int launch_softmax_cluster(const T* x, T* out, int64_t rows, int64_t cols, const ClusterShape& s,
-                           cudaStream_t stream) {
-  return launch_cluster_rows_v([](auto v) { return softmax_cluster<T, decltype(v)::value>; }, rows, s, stream,
-                               x, out, static_cast<int>(cols), s.slice_units);
-}
-
-template <typename T>
 int run(const T* x, T* out, int64_t rows, int64_t cols, cudaStream_t stream) {
-  ClusterShape shape;
-  if (cluster_rows_shape<T>(cols, aligned16(x) && aligned16(out), shape)) {
-    return launch_softmax_cluster(x, out, rows, cols, shape, stream);
-  }
-  return launch_softmax_block(x, out, rows, cols, stream);
+  return cluster_rows_or<T>(
+      cols, aligned16(x) && aligned16(out),
+      [&](const ClusterShape& s) {
+        return launch_cluster_rows_v([](auto v) { return softmax_cluster<T, decltype(v)::value>; }, rows, s,
+                                     stream, x, out, static_cast<int>(cols), s.slice_units);
+      },
+      [&] { return launch_softmax_block(x, out, rows, cols, stream); });
 }
 
-int cluster(const void* x, void* out, int64_t rows, int64_t cols, DType dtype, cudaStream_t stream) {
-  return by_dtype(dtype, [&](auto t) {
-    using T = typename decltype(t)::type;
-    return run(static_cast<const T*>(x), static_cast<T*>(out), rows, cols, stream);
-  });
-}
+KL_SOFTMAX_STEP(cluster, run(x, out, rows, cols, stream))
 
 }  // namespace
 

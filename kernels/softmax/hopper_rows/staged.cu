@@ -48,12 +48,7 @@ int run(const T* x, T* out, int64_t rows, int64_t cols, cudaStream_t stream) {
   return launch_softmax_block(x, out, rows, cols, stream);
 }
 
-int staged(const void* x, void* out, int64_t rows, int64_t cols, DType dtype, cudaStream_t stream) {
-  return by_dtype(dtype, [&](auto t) {
-    using T = typename decltype(t)::type;
-    return run(static_cast<const T*>(x), static_cast<T*>(out), rows, cols, stream);
-  });
-}
+KL_SOFTMAX_STEP(staged, run(x, out, rows, cols, stream))
 
 }  // namespace
 

@@ -83,7 +83,6 @@ def compile_specs(dtype: str):
 FAMILY = Family(
     title="SiLU (an example of your own kernel)",
     bound="memory",
-    dtypes=("fp32", "bf16"),
     make_inputs=lambda shape, dtype, device, seed: (randn(shape, dtype, device, seed, scale=3.0),),
     reference=reference,
     bytes_moved=elementwise_bytes(1),
