@@ -134,6 +134,18 @@ def flex(q, k, v, block_mask=None):
     return flex_attention(q, k, v, block_mask=block_mask)
 
 
+flex_compiled = compiled(flex, adapt=flex_block_mask)
+
+
+def flex_causal(q, k, v, causal=False):
+    """The compiled FlexAttention call as a function of (q, k, v, causal), for autograd's backward
+    (FlexAttention compiles its own backward kernel); unavailable where it has none (on a CPU)."""
+    try:
+        return flex_compiled(None, q, k, v, causal=causal)
+    except NotImplementedError as exc:
+        raise Unavailable(f"FlexAttention: {str(exc).splitlines()[0]}") from None
+
+
 def make_inputs(shape, dtype, device, seed, causal=False):
     """q, k, v ~ N(0, 1): the logits q.k / sqrt(d) are ~N(0, 1) whatever head_dim is."""
     b, h, s, d = dims(shape)
@@ -223,5 +235,6 @@ FAMILY.add_autograd("compiled", attention_naive, compile=True)
 for _name in SDPA_BACKENDS:
     FAMILY.add("torch_fused", returns_new(sdpa(_name)), step=_name, ladder="pytorch")
     FAMILY.add_autograd("torch_fused", sdpa(_name), step=_name, ladder="pytorch_bwd", passes=("backward",))
-FAMILY.add("compiled", compiled(flex, adapt=flex_block_mask), step="flex", ladder="pytorch")
+FAMILY.add("compiled", flex_compiled, step="flex", ladder="pytorch")
+FAMILY.add_autograd("compiled", flex_causal, step="flex", ladder="pytorch_bwd", passes=("backward",))
 # The Triton ladders: triton_fwd/<step>.py (forward), triton_bwd/<step>.py (backward); texts in ladder.yaml.
