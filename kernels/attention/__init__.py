@@ -227,9 +227,10 @@ FAMILY = Family(
 )
 
 FAMILY.add("torch_naive", returns_new(attention_naive), workspace=naive_workspace)
-FAMILY.add("compiled", compiled(attention_naive))
+# Inductor may keep the chain's scores (or match it to SDPA): counted as the naive chain's, to be safe
+FAMILY.add("compiled", compiled(attention_naive), workspace=naive_workspace)
 FAMILY.add_autograd("torch_naive", attention_naive, workspace=naive_backward_workspace)
-FAMILY.add_autograd("compiled", attention_naive, compile=True)
+FAMILY.add_autograd("compiled", attention_naive, compile=True, workspace=naive_backward_workspace)
 # the pytorch ladder: PyTorch's fused kernels, one step each (ladder.yaml orders them); pytorch_bwd:
 # the backward of each SDPA backend, autograd's, which runs that backend's own backward kernel
 for _name in SDPA_BACKENDS:

@@ -123,3 +123,45 @@ def test_reference_in_query_chunks_matches_one_matrix(monkeypatch):
     whole = attention_naive(q, k, v, causal=True)
     monkeypatch.setattr(sys.modules[package], "QUERY_CHUNK", 16)
     torch.testing.assert_close(reference(q, k, v, causal=True), whole)
+
+
+_SMEM_SCRIPT = r"""
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from kernellab.engine import registry
+fam = registry.load([sys.argv[1]]).families["attention"]
+out = {}
+for key, impl in fam.impls.items():
+    for spec in (impl.compile_specs or (lambda d: []))("bf16"):
+        fn = spec.kernel
+        sig = {**spec.signature, **{n: "constexpr" for n in spec.constexprs}}
+        attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n, t in spec.signature.items()
+                 if t.startswith("*") or (t.startswith("i") and n in spec.divisible)}
+        c = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=dict(spec.constexprs), attrs=attrs),
+                           target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": spec.num_warps, "num_stages": spec.num_stages})
+        out[f"{key}/{spec.label}"] = c.metadata.shared
+print("RESULT" + json.dumps(out))
+"""
+
+
+def test_sm90_shared_memory_fits():
+    """Every compile spec's shared memory (its pipeline stages of k and v tiles) within sm_90's
+    227 KiB a block: a launch past it fails on the H200 only (OutOfResources), never here."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = Path(fam.folder).parent
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(Path(runtime.__file__).parents[2])}
+    proc = subprocess.run([sys.executable, "-c", _SMEM_SCRIPT, str(folder)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shared = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1][len("RESULT"):])
+    assert shared and any(k.startswith("triton@hopper") for k in shared)
+    too_big = {k: v for k, v in shared.items() if v > 227 * 1024}
+    assert not too_big, too_big
