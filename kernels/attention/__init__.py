@@ -65,6 +65,11 @@ def attention_naive(q, k, v, causal=False):
     return torch.softmax(s, dim=-1) @ v
 
 
+def attention_for_grad(q, k, v, causal=False):
+    """``attention_naive`` again, as its own function for the compiled backward (see flex_for_grad)."""
+    return attention_naive(q, k, v, causal)
+
+
 def naive_workspace(shape, dtype, causal=False, **_):
     """The naive chain's B*H*S^2 score matrices: scores, masked scores and probabilities at once
     (the bool mask, S^2, is small beside them)."""
@@ -134,14 +139,21 @@ def flex(q, k, v, block_mask=None):
     return flex_attention(q, k, v, block_mask=block_mask)
 
 
+def flex_for_grad(q, k, v, block_mask=None):
+    """``flex`` again, as its own function for the backward: Dynamo keeps compiled graphs per code
+    object, up to its recompile limit (64), and the forward's shapes, dtypes and masks alone come near."""
+    return flex(q, k, v, block_mask=block_mask)
+
+
 flex_compiled = compiled(flex, adapt=flex_block_mask)
+flex_grad_compiled = compiled(flex_for_grad, adapt=flex_block_mask)
 
 
 def flex_causal(q, k, v, causal=False):
     """The compiled FlexAttention call as a function of (q, k, v, causal), for autograd's backward
     (FlexAttention compiles its own backward kernel); unavailable where it has none (on a CPU)."""
     try:
-        return flex_compiled(None, q, k, v, causal=causal)
+        return flex_grad_compiled(None, q, k, v, causal=causal)
     except NotImplementedError as exc:
         raise Unavailable(f"FlexAttention: {str(exc).splitlines()[0]}") from None
 
@@ -230,7 +242,7 @@ FAMILY.add("torch_naive", returns_new(attention_naive), workspace=naive_workspac
 # Inductor may keep the chain's scores (or match it to SDPA): counted as the naive chain's, to be safe
 FAMILY.add("compiled", compiled(attention_naive), workspace=naive_workspace)
 FAMILY.add_autograd("torch_naive", attention_naive, workspace=naive_backward_workspace)
-FAMILY.add_autograd("compiled", attention_naive, compile=True, workspace=naive_backward_workspace)
+FAMILY.add_autograd("compiled", attention_for_grad, compile=True, workspace=naive_backward_workspace)
 # the pytorch ladder: PyTorch's fused kernels, one step each (ladder.yaml orders them); pytorch_bwd:
 # the backward of each SDPA backend, autograd's, which runs that backend's own backward kernel
 for _name in SDPA_BACKENDS:
