@@ -104,7 +104,10 @@ def _reference_cases():
 def test_matches_reference(name, key, shape, dtype, params):
     fam = FAMILIES[name]
     impl = fam.impls[key]
-    got, inputs, out = run(fam, impl.fn, shape, dtype, **params)
+    try:
+        got, inputs, out = run(fam, impl.fn, shape, dtype, **params)
+    except Unavailable as exc:  # a backend that says it does not run here (an SDPA backend on CPU)
+        pytest.skip(str(exc))
     check(fam, got, inputs, out, shape, dtype, **params)
     if impl.backend == "triton":
         assert got.data_ptr() == out.data_ptr(), f"{key} must write into out"
@@ -135,7 +138,10 @@ def test_backward_matches_autograd_reference(name, key, shape, dtype):
     from kernellab.engine.harness import run_case_check
 
     fam = FAMILIES[name]
-    row = run_case_check(fam, fam.impls[key], Case(name, key, shape, dtype, _first_params(fam)), 0, DEVICE)
+    try:
+        row = run_case_check(fam, fam.impls[key], Case(name, key, shape, dtype, _first_params(fam)), 0, DEVICE)
+    except Unavailable as exc:
+        pytest.skip(str(exc))
     assert row["status"] == "ok", row["reason"]
 
 
@@ -324,7 +330,10 @@ def _check_on_gpu(fam, keys, dtype):
                     impl = fam.impls[key]
                     if not impl.supports(dtype) or (impl.backend == "compile" and i > 0):
                         continue  # torch.compile (max-autotune too) on the first shape only
-                    got, inputs, out = run(fam, fam.impls[key].fn, shape, dtype, **params)
+                    try:
+                        got, inputs, out = run(fam, fam.impls[key].fn, shape, dtype, **params)
+                    except Unavailable:  # a backend that does not take the case (an SDPA backend's head_dim)
+                        continue
                     try:
                         check(fam, got, inputs, out, shape, dtype, **params)
                     except AssertionError as exc:

@@ -43,13 +43,16 @@ def _float64(x):
 
 
 def memory_estimate(family: Family, case: Case, check: bool) -> int:
-    """Bytes a case needs: its inputs and output, plus float64 copies when checking."""
+    """Bytes a case needs: its inputs and output, plus float64 copies when checking, plus the
+    implementation's own workspace where it declares one (``Impl.workspace``)."""
     from kernellab.engine.runtime import element_size
 
     moved = family.case_bytes(_pass_of(family, case), case.shape, case.dtype, **case.param_dict)
+    impl = family.impls.get(case.impl_key)
+    extra = int(impl.workspace(case.shape, case.dtype, **case.param_dict)) if impl and impl.workspace else 0
     if not check:
-        return int(moved * 1.1)
-    return int(moved * (1 + 8 / element_size(case.dtype)) * 1.2)
+        return int(moved * 1.1) + extra
+    return int(moved * (1 + 8 / element_size(case.dtype)) * 1.2) + extra
 
 
 def _pass_of(family: Family, case: Case) -> str:

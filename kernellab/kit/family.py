@@ -70,6 +70,9 @@ class Impl:
     # backward passes: (*inputs, **params) -> the saved state fn is handed (x's statistics, an
     # autograd graph), made by a forward outside the timed region of a backward case; None: no state
     save: Callable[..., Any] | None = None
+    # (shape, dtype, **params) -> bytes it allocates beyond the family's byte model (a naive
+    # attention's score matrices), added to the estimate the harness skips a case that would not fit by
+    workspace: Callable[..., int] | None = None
 
     # derived: the family's name, the step's ladder.yaml texts and order, the step's source file
     def __post_init__(self):

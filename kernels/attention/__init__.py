@@ -1,0 +1,253 @@
+"""Scaled dot-product attention, o = softmax(q k^T / sqrt(d), causal mask) v, per head.
+
+Inputs q, k, v of shape (batch, heads, seq, head_dim), written "BxHxSxD"; ``causal`` (the
+parameter) masks key j > query i (top-left aligned: q and k have the same length).
+
+Compute-bound: 4 * B * H * S^2 * D FLOPs (the two matmuls), halved when causal (the FLOPs a
+kernel that skips the masked blocks must do), against q, k, v and o moved once. At
+1x16x16384x128 bf16 that is 2.2 TFLOP (about 3.7 ms at 600 TFLOP/s) for 268 MB (64 us at
+4.2 TB/s): the bytes do not bound it, the tensor cores do. The backward is counted at 2.5x
+the forward's FLOPs (five matmuls to the forward's two) and its own bytes: q, k, v, o and dO
+read, dq, dk and dv written, and the forward's fp32 log-sum-exp of each row.
+
+Implementations: ``torch_naive`` (matmul, masked softmax, matmul: it materializes the
+B * H * S^2 scores, so a case whose scores would not fit is skipped up front by its
+``workspace`` estimate), SDPA's backends one per step of the ``pytorch`` ladder (flash,
+efficient, cuDNN; a backend that does not run on the device is ``unavailable`` with SDPA's
+reason) with FlexAttention beside them, ``compiled`` (torch.compile of the naive chain), and
+the Triton ladders: the forward in triton_fwd/<step>.py, the backward in triton_bwd/<step>.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernellab.kit import Family, Unavailable, compiled, element_size, randn, returns_new
+
+# the query blocks the float64 reference takes at once: its scores are QUERY_CHUNK x S per head
+QUERY_CHUNK = 1024
+
+
+def dims(shape) -> tuple[int, int, int, int]:
+    b, h, s, d = (int(x) for x in shape)
+    return b, h, s, d
+
+
+def causal_mask(rows: int, cols: int, offset: int, device) -> torch.Tensor:
+    """True where key j is after query i (masked), for queries offset..offset+rows."""
+    i = torch.arange(offset, offset + rows, device=device)[:, None]
+    j = torch.arange(cols, device=device)[None, :]
+    return j > i
+
+
+def reference(q, k, v, causal=False):
+    """Float64 reference: q k^T scaled, masked, softmax, times v; in query blocks of
+    QUERY_CHUNK so its scores stay QUERY_CHUNK x S per head (autograd goes through it too)."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    seq = q.shape[-2]
+    outs = []
+    for start in range(0, seq, QUERY_CHUNK):
+        qc = q[..., start:start + QUERY_CHUNK, :]
+        s = (qc @ k.transpose(-2, -1)) * scale
+        if causal:
+            s = s.masked_fill(causal_mask(qc.shape[-2], seq, start, q.device), -math.inf)
+        outs.append(torch.softmax(s, dim=-1) @ v)
+    return torch.cat(outs, dim=-2)
+
+
+def attention_naive(q, k, v, causal=False):
+    """Matmul, masked softmax, matmul as separate ops, in the input dtype."""
+    s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    if causal:
+        s = s.masked_fill(causal_mask(q.shape[-2], k.shape[-2], 0, q.device), -math.inf)
+    return torch.softmax(s, dim=-1) @ v
+
+
+def attention_for_grad(q, k, v, causal=False):
+    """``attention_naive`` again, as its own function for the compiled backward (see flex_for_grad)."""
+    return attention_naive(q, k, v, causal)
+
+
+def naive_workspace(shape, dtype, causal=False, **_):
+    """The naive chain's B*H*S^2 score matrices: scores, masked scores and probabilities at once
+    (the bool mask, S^2, is small beside them)."""
+    b, h, s, _d = dims(shape)
+    return 3 * b * h * s * s * element_size(dtype)
+
+
+def naive_backward_workspace(shape, dtype, causal=False, **_):
+    """Autograd keeps the probabilities and the masked scores, and its backward makes dP and dS."""
+    b, h, s, _d = dims(shape)
+    return 5 * b * h * s * s * element_size(dtype)
+
+
+# SDPA's backends, by the name of their step (the pytorch ladder in ladder.yaml)
+SDPA_BACKENDS = {"efficient": "EFFICIENT_ATTENTION", "flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
+
+
+def sdpa(backend: str):
+    """``scaled_dot_product_attention`` with SDPA held to one backend: where that backend does not
+    take the case (another device, a dtype or head_dim it lacks), ``Unavailable`` with SDPA's own
+    reason, not a fallback to another backend."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    which = getattr(SDPBackend, SDPA_BACKENDS[backend])
+
+    def attention(q, k, v, causal=False):
+        if backend != "flash" and q.device.type != "cuda":
+            raise Unavailable(f"SDPA's {backend} backend runs on CUDA only, not on {q.device.type}")
+        try:
+            with sdpa_kernel(which):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+        except RuntimeError as exc:
+            if "No viable backend" in str(exc) or "No available kernel" in str(exc):
+                raise Unavailable(f"SDPA's {backend} backend does not take this case: "
+                                  f"{str(exc).splitlines()[0]}") from None
+            raise
+
+    attention.__name__ = f"sdpa_{backend}"
+    return attention
+
+
+def _causal_mod(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+_BLOCK_MASKS: dict = {}
+
+
+def flex_block_mask(q, k, v, causal=False):
+    """The inputs and the block mask FlexAttention takes (None: dense), made outside the compiled
+    graph and kept per (seq, device), as a model makes it once per sequence length."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    mask = None
+    if causal:
+        key = (q.shape[-2], str(q.device))
+        if key not in _BLOCK_MASKS:
+            _BLOCK_MASKS[key] = create_block_mask(_causal_mod, None, None, q.shape[-2], k.shape[-2],
+                                                  device=q.device)
+        mask = _BLOCK_MASKS[key]
+    return (q, k, v), {"block_mask": mask}
+
+
+def flex(q, k, v, block_mask=None):
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return flex_attention(q, k, v, block_mask=block_mask)
+
+
+def flex_for_grad(q, k, v, block_mask=None):
+    """``flex`` again, as its own function for the backward: Dynamo keeps compiled graphs per code
+    object, up to its recompile limit (64), and the forward's shapes, dtypes and masks alone come near."""
+    return flex(q, k, v, block_mask=block_mask)
+
+
+flex_compiled = compiled(flex, adapt=flex_block_mask)
+flex_grad_compiled = compiled(flex_for_grad, adapt=flex_block_mask)
+
+
+def flex_causal(q, k, v, causal=False):
+    """The compiled FlexAttention call as a function of (q, k, v, causal), for autograd's backward
+    (FlexAttention compiles its own backward kernel); unavailable where it has none (on a CPU)."""
+    try:
+        return flex_grad_compiled(None, q, k, v, causal=causal)
+    except NotImplementedError as exc:
+        raise Unavailable(f"FlexAttention: {str(exc).splitlines()[0]}") from None
+
+
+def make_inputs(shape, dtype, device, seed, causal=False):
+    """q, k, v ~ N(0, 1): the logits q.k / sqrt(d) are ~N(0, 1) whatever head_dim is."""
+    b, h, s, d = dims(shape)
+    return tuple(randn((b, h, s, d), dtype, device, seed + 7919 * i) for i in range(3))
+
+
+def out_like(q, k, v, causal=False):
+    return torch.empty_like(q)
+
+
+def attention_flops(shape, dtype, causal=False, **_):
+    """q k^T and P v: 2 * 2 * B * H * S^2 * D, half of it when causal (the unmasked half)."""
+    b, h, s, d = dims(shape)
+    full = 4 * b * h * s * s * d
+    return full // 2 if causal else full
+
+
+def attention_bytes(shape, dtype, **_):
+    """q, k, v read and o written once."""
+    b, h, s, d = dims(shape)
+    return 4 * b * h * s * d * element_size(dtype)
+
+
+def backward_bytes(shape, dtype, **_):
+    """q, k, v, o and dO read, dq, dk and dv written, the forward's fp32 log-sum-exp of each row read."""
+    b, h, s, d = dims(shape)
+    return 8 * b * h * s * d * element_size(dtype) + 4 * b * h * s
+
+
+def backward_flops(shape, dtype, causal=False, **_):
+    """Five matmuls (S again, dV, dP, dQ, dK) to the forward's two: 2.5x the forward's FLOPs."""
+    return int(2.5 * attention_flops(shape, dtype, causal=causal))
+
+
+# relative-norm tolerance of the output by dtype: P and the result are rounded to the input dtype
+# (bf16: 8 bits of mantissa), at about 2^-9 of the terms' norm whatever the sequence
+TOLERANCE = {"bf16": 3e-2, "fp16": 1e-2}
+
+
+def tolerance(shape, dtype):
+    """The dtype's, grown by a quarter per doubling of the row past 1024 keys: long rows sum more
+    rounded terms (and the backward's dS = P (dP - delta) cancels)."""
+    seq = dims(shape)[2]
+    return TOLERANCE[dtype] * (1 + max(0.0, math.log2(seq / 1024)) / 4)
+
+
+def error_floor(q, k, v, causal=False):
+    """The norm of the terms each output sums, sqrt(sum_j p_ij^2 v_j^2): the output itself cancels
+    (signs of v) where the terms do not, most where a row spreads over many keys."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    total = 0.0
+    for start in range(0, q.shape[-2], QUERY_CHUNK):
+        qc = q[..., start:start + QUERY_CHUNK, :]
+        s = (qc @ k.transpose(-2, -1)) * scale
+        if causal:
+            s = s.masked_fill(causal_mask(qc.shape[-2], k.shape[-2], start, q.device), -math.inf)
+        p = torch.softmax(s, dim=-1)
+        total += float(((p * p) @ (v * v)).sum())
+    return math.sqrt(total)
+
+
+FAMILY = Family(
+    title="Attention (scaled dot-product, causal and not)",
+    bound="compute",
+    dtypes=("bf16", "fp16"),
+    make_inputs=make_inputs,
+    reference=reference,
+    bytes_moved=attention_bytes,
+    flops=attention_flops,
+    out_like=out_like,
+    tolerance=tolerance,
+    error_floor=error_floor,
+    params={"causal": [False, True]},
+    shape_rank=(4,),
+    description="softmax(q k^T / sqrt(d)) v: the naive chain, SDPA's backends, FlexAttention, a FlashAttention ladder.",
+    grads=("dq", "dk", "dv"),
+    backward_bytes=backward_bytes,
+    backward_flops=backward_flops,
+)
+
+FAMILY.add("torch_naive", returns_new(attention_naive), workspace=naive_workspace)
+# Inductor may keep the chain's scores (or match it to SDPA): counted as the naive chain's, to be safe
+FAMILY.add("compiled", compiled(attention_naive), workspace=naive_workspace)
+FAMILY.add_autograd("torch_naive", attention_naive, workspace=naive_backward_workspace)
+FAMILY.add_autograd("compiled", attention_for_grad, compile=True, workspace=naive_backward_workspace)
+# the pytorch ladder: PyTorch's fused kernels, one step each (ladder.yaml orders them); pytorch_bwd:
+# the backward of each SDPA backend, autograd's, which runs that backend's own backward kernel
+for _name in SDPA_BACKENDS:
+    FAMILY.add("torch_fused", returns_new(sdpa(_name)), step=_name, ladder="pytorch")
+    FAMILY.add_autograd("torch_fused", sdpa(_name), step=_name, ladder="pytorch_bwd", passes=("backward",))
+FAMILY.add("compiled", flex_compiled, step="flex", ladder="pytorch")
+FAMILY.add_autograd("compiled", flex_causal, step="flex", ladder="pytorch_bwd", passes=("backward",))
+# The Triton ladders: triton_fwd/<step>.py (forward), triton_bwd/<step>.py (backward); texts in ladder.yaml.

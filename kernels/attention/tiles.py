@@ -1,0 +1,70 @@
+"""What the Triton steps of attention share: the tiles, the flattened (batch*heads, seq, d) views,
+the launch grid and the signatures the PTX report cross-compiles them with."""
+
+from __future__ import annotations
+
+import math
+
+import triton
+
+from kernellab.kit import CompileSpec, triton_type
+
+
+def tiles(head_dim: int) -> dict:
+    """Query rows and keys per tile, warps and pipeline stages: FlashAttention-2's on sm_90 (the
+    Triton tutorial's): 128 query rows by 64 keys, eight warps at head_dim 128, four at 64."""
+    return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8 if head_dim > 64 else 4, "num_stages": 3}
+
+
+def block_d(head_dim: int) -> int:
+    """head_dim padded to a power of two of at least 16 (tl.dot's least K)."""
+    return max(16, triton.next_power_of_2(head_dim))
+
+
+def flat(x):
+    """(batch, heads, seq, d) -> a contiguous (batch*heads, seq, d) view."""
+    b, h, s, d = x.shape
+    return x.contiguous().view(b * h, s, d)
+
+
+def grid(q, block_m: int):
+    """One program per query block of each head: (seq / BLOCK_M, batch*heads)."""
+    b, h, s, _ = q.shape
+    return (triton.cdiv(s, block_m), b * h)
+
+
+def scale_of(q) -> float:
+    return 1.0 / math.sqrt(q.shape[-1])
+
+
+def meta(q, causal) -> dict:
+    """The constexprs of a forward launch, and its tiles."""
+    d = q.shape[-1]
+    t = tiles(d)
+    return {"CAUSAL": bool(causal), "HEAD_DIM": d, "BLOCK_D": block_d(d), **t}
+
+
+# the integer arguments taken as multiples of 16 when cross-compiling (the default shapes' are)
+DIVISIBLE = ("seq", "stride_bh", "stride_s")
+
+
+def forward_signature(dtype: str, lse: bool = False) -> dict:
+    ty = triton_type(dtype)
+    sig = {"q_ptr": f"*{ty}", "k_ptr": f"*{ty}", "v_ptr": f"*{ty}", "o_ptr": f"*{ty}"}
+    if lse:
+        sig["lse_ptr"] = "*fp32"
+    return {**sig, "seq": "i32", "scale": "fp32", "stride_bh": "i32", "stride_s": "i32"}
+
+
+def forward_specs(kernel, dtype: str, lse: bool = False) -> list:
+    """The kernel at head_dim 64 and 128, causal and not, with the tiles it launches with."""
+    sig = forward_signature(dtype, lse)
+    specs = []
+    for d in (64, 128):
+        t = tiles(d)
+        for causal in (False, True):
+            specs.append(CompileSpec(kernel, sig, {"CAUSAL": causal, "HEAD_DIM": d, "BLOCK_D": d,
+                                                   "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_N"]},
+                                     num_warps=t["num_warps"], num_stages=t["num_stages"],
+                                     label=f"head_dim={d}, causal={causal}", divisible=DIVISIBLE))
+    return specs

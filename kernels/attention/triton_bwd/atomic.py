@@ -1,0 +1,94 @@
+"""Attention's backward ladder, step atomic: one kernel, one program per key block, recomputing P from
+q, k and the forward's saved log-sum-exp over every query block that sees the keys: dk and dv held in
+registers, dq added into an fp32 buffer by atomics from every key block, and delta = rowsum(dO o)
+recomputed by every program that needs it."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernellab.kit import CompileSpec, launch, step, triton_type
+
+from ..tiles import block_d, flat, scale_of
+from .fa2 import bwd_tiles, save
+
+
+@triton.jit
+def atomic_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr, dk_ptr, dv_ptr, seq, scale, stride_bh, stride_s,
+                  CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr):
+    """dk, dv of the BLOCK_N keys of program (n, head), and their share of dq (fp32, atomics): for each
+    query block that sees them, delta = rowsum(dO o), P^T from the log-sum-exp, dv += P^T dO,
+    dS^T = P^T (v dO^T - delta), dk += dS^T q, dq += scale dS k."""
+    start_n = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64)
+    base = head * stride_bh
+    cols = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    kv_mask = (cols[:, None] < seq) & d_ok[None, :]
+    k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=kv_mask, other=0.0)
+    v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=kv_mask, other=0.0)
+    dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    qk_scale = scale * 1.4426950408889634
+    lo = start_n * BLOCK_N if CAUSAL else 0
+    for start_m in range(lo, seq, BLOCK_M):
+        rows = start_m + offs_m
+        row_ok = rows < seq
+        qo_mask = row_ok[:, None] & d_ok[None, :]
+        at = base + rows[:, None] * stride_s + offs_d[None, :]
+        q = tl.load(q_ptr + at, mask=qo_mask, other=0.0)
+        do = tl.load(do_ptr + at, mask=qo_mask, other=0.0)
+        o = tl.load(o_ptr + at, mask=qo_mask, other=0.0)
+        delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
+        lse = tl.load(lse_ptr + head * seq + rows, mask=row_ok, other=0.0) * 1.4426950408889634
+        ok = row_ok[None, :] & (cols[:, None] < seq)
+        if CAUSAL:
+            ok = ok & (rows[None, :] >= cols[:, None])
+        pt = tl.where(ok, tl.math.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :]), 0.0)
+        dv += tl.dot(pt.to(do.dtype), do)
+        dst = pt * (tl.dot(v, tl.trans(do)) - delta[None, :])
+        dk += tl.dot(dst.to(q.dtype), q)
+        dq = tl.dot(tl.trans(dst).to(k.dtype), k) * scale
+        tl.atomic_add(dq_ptr + at, dq, mask=qo_mask, sem="relaxed")
+    tl.store(dk_ptr + base + cols[:, None] * stride_s + offs_d[None, :], (dk * scale).to(dk_ptr.dtype.element_ty),
+             mask=kv_mask)
+    tl.store(dv_ptr + base + cols[:, None] * stride_s + offs_d[None, :], dv.to(dv_ptr.dtype.element_ty),
+             mask=kv_mask)
+
+
+def specs(dtype: str):
+    ty = triton_type(dtype)
+    sig = {**{p: f"*{ty}" for p in ("q_ptr", "k_ptr", "v_ptr", "o_ptr", "do_ptr")}, "lse_ptr": "*fp32",
+           "dq_ptr": "*fp32", "dk_ptr": f"*{ty}", "dv_ptr": f"*{ty}", "seq": "i32", "scale": "fp32",
+           "stride_bh": "i32", "stride_s": "i32"}
+    out = []
+    for d in (64, 128):
+        t = bwd_tiles(d)
+        bm, bn = t["dkdv"]
+        for causal in (False, True):
+            out.append(CompileSpec(atomic_kernel, sig, {"CAUSAL": causal, "HEAD_DIM": d, "BLOCK_D": d, "BLOCK_M": bm,
+                                                         "BLOCK_N": bn},
+                                   num_warps=t["num_warps"], num_stages=t["num_stages"],
+                                   label=f"head_dim={d}, causal={causal}", divisible=("seq", "stride_bh", "stride_s")))
+    return out
+
+
+@step(pass_="backward", save=save, compile_specs=specs)
+def atomic(out, dy, saved, q, k, v, causal=False):
+    dq, dk, dv = out
+    o, lse = saved
+    b, h, s, d = q.shape
+    t = bwd_tiles(d)
+    bm, bn = t["dkdv"]
+    fq = flat(q)
+    dq32 = torch.zeros((b * h, s, d), dtype=torch.float32, device=q.device)
+    launch(atomic_kernel, (triton.cdiv(s, bn), b * h), fq, flat(k), flat(v), flat(o), flat(dy), lse, dq32, flat(dk),
+           flat(dv), s, scale_of(q), fq.stride(0), fq.stride(1), CAUSAL=bool(causal), HEAD_DIM=d, BLOCK_D=block_d(d),
+           BLOCK_M=bm, BLOCK_N=bn, num_warps=t["num_warps"], num_stages=t["num_stages"])
+    dq.copy_(dq32.view(b, h, s, d))
+    return dq, dk, dv

@@ -1,0 +1,67 @@
+"""Attention's forward ladder, step online: one pass over K with the online softmax in
+FlashAttention-1's form: each key block rescales the running maximum, sum and output, the output kept
+normalized (divided by the running sum) after every block; the scale on the scores, exp in base e;
+causal by a mask over every key block, none skipped."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kernellab.kit import launch, step
+
+from ..tiles import flat, forward_specs, grid, meta, scale_of
+
+
+@triton.jit
+def online_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, stride_bh, stride_s, CAUSAL: tl.constexpr,
+                  HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """o of the BLOCK_M queries of program (m, head) in one pass: for each key block, m' = max(m, max s),
+    l' = l e^(m - m') + sum e^(s - m'), o' = (o l e^(m - m') + e^(s - m') v) / l'."""
+    start_m = tl.program_id(0)
+    base = tl.program_id(1).to(tl.int64) * stride_bh
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    q = tl.load(q_ptr + base + rows[:, None] * stride_s + offs_d[None, :],
+                mask=(rows[:, None] < seq) & d_ok[None, :], other=0.0)
+    # -1e30, not -inf: a row whose first blocks are all masked keeps e^(m - m') finite (no inf - inf)
+    m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    for start_n in range(0, seq, BLOCK_N):
+        cols = start_n + offs_n
+        kt = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None],
+                     mask=(cols[None, :] < seq) & d_ok[:, None], other=0.0)
+        s = tl.dot(q, kt) * scale
+        ok = cols[None, :] < seq
+        if CAUSAL:
+            ok = ok & (cols[None, :] <= rows[:, None])
+        s = tl.where(ok, s, -1.0e30)
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.where(ok, tl.exp(s - m_new[:, None]), 0.0)
+        l_new = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :],
+                    mask=(cols[:, None] < seq) & d_ok[None, :], other=0.0)
+        pv = tl.dot(p.to(v.dtype), v)
+        # FlashAttention-1 keeps the output normalized: a division per block, not one at the end
+        l_safe = tl.where(l_new > 0, l_new, 1.0)
+        acc = (acc * (l_i * alpha)[:, None] + pv) / l_safe[:, None]
+        m_i, l_i = m_new, l_new
+    tl.store(o_ptr + base + rows[:, None] * stride_s + offs_d[None, :], acc.to(o_ptr.dtype.element_ty),
+             mask=(rows[:, None] < seq) & d_ok[None, :])
+
+
+def specs(dtype: str):
+    return forward_specs(online_kernel, dtype)
+
+
+@step(compile_specs=specs)
+def online(out, q, k, v, causal=False):
+    m = meta(q, causal)
+    o = flat(out)
+    launch(online_kernel, grid(q, m["BLOCK_M"]), flat(q), flat(k), flat(v), o, q.shape[2], scale_of(q),
+           o.stride(0), o.stride(1), **m)
+    return out

@@ -1,0 +1,69 @@
+"""Attention's forward ladder, step two_pass: the textbook softmax per query block, in two passes over
+K (the row maxima, then the sums of exp and P v), the scale applied to the scores; causal by a mask
+over every key block, none skipped."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kernellab.kit import launch, step
+
+from ..tiles import flat, forward_specs, grid, meta, scale_of
+
+
+@triton.jit
+def two_pass_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, stride_bh, stride_s, CAUSAL: tl.constexpr,
+                    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """o of the BLOCK_M queries of program (m, head): pass 1 the maximum of each row's scores, pass 2
+    sum(exp(s - max)) and exp(s - max) v, divided at the end."""
+    start_m = tl.program_id(0)
+    base = tl.program_id(1).to(tl.int64) * stride_bh
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    q = tl.load(q_ptr + base + rows[:, None] * stride_s + offs_d[None, :],
+                mask=(rows[:, None] < seq) & d_ok[None, :], other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    for start_n in range(0, seq, BLOCK_N):
+        cols = start_n + offs_n
+        kt = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None],
+                     mask=(cols[None, :] < seq) & d_ok[:, None], other=0.0)
+        s = tl.dot(q, kt) * scale
+        ok = cols[None, :] < seq
+        if CAUSAL:
+            ok = ok & (cols[None, :] <= rows[:, None])
+        s = tl.where(ok, s, float("-inf"))
+        m_i = tl.maximum(m_i, tl.max(s, 1))
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    for start_n in range(0, seq, BLOCK_N):
+        cols = start_n + offs_n
+        kt = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None],
+                     mask=(cols[None, :] < seq) & d_ok[:, None], other=0.0)
+        s = tl.dot(q, kt) * scale
+        ok = cols[None, :] < seq
+        if CAUSAL:
+            ok = ok & (cols[None, :] <= rows[:, None])
+        p = tl.where(ok, tl.exp(s - m_i[:, None]), 0.0)
+        l_i += tl.sum(p, 1)
+        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :],
+                    mask=(cols[:, None] < seq) & d_ok[None, :], other=0.0)
+        acc += tl.dot(p.to(v.dtype), v)
+    o = acc / l_i[:, None]
+    tl.store(o_ptr + base + rows[:, None] * stride_s + offs_d[None, :], o.to(o_ptr.dtype.element_ty),
+             mask=(rows[:, None] < seq) & d_ok[None, :])
+
+
+def specs(dtype: str):
+    return forward_specs(two_pass_kernel, dtype)
+
+
+@step(compile_specs=specs)
+def two_pass(out, q, k, v, causal=False):
+    m = meta(q, causal)
+    o = flat(out)
+    launch(two_pass_kernel, grid(q, m["BLOCK_M"]), flat(q), flat(k), flat(v), o, q.shape[2], scale_of(q),
+           o.stride(0), o.stride(1), **m)
+    return out
