@@ -123,6 +123,8 @@ def flex_block_mask(q, k, v, causal=False):
     graph and kept per (seq, device), as a model makes it once per sequence length."""
     from torch.nn.attention.flex_attention import create_block_mask
 
+    if q.shape[-1] < 16:
+        raise Unavailable(f"FlexAttention takes head_dim 16 or more; got {q.shape[-1]}")
     mask = None
     if causal:
         key = (q.shape[-2], str(q.device))
