@@ -62,9 +62,10 @@ def precompile(family: Family, impl: Impl, cases: list[Case], device: str, worke
 
 def recorded_launches(family: Family, impl: Impl, case: Case, device: str, mode=contextlib.nullcontext) -> list:
     """The Triton launches ``impl`` makes for ``case`` (inside ``mode()``), recorded, not run."""
-    call = case_call(family, impl, case, device).call
+    # the call is made inside: a backward's saved state comes from a forward, whose launches are
+    # recorded too (run on meta tensors, they would write through null pointers)
     with launch.recording() as recorded, mode(), runtime.matmul_precision(case.dtype):
-        call()
+        case_call(family, impl, case, device).call()
     return list(recorded)
 
 
