@@ -133,13 +133,10 @@ def check_outputs(outputs: dict, refs: dict, dtype: str, check: Callable, tol: f
             "tol": next(iter(rows.values()))["tol"] if rows else runtime.TOLERANCE.get(dtype, math.nan)}
 
 
-def run_check(family: Family, impl: Impl, case, seed: int, device: str, check: Callable,
-              contract_error: Callable) -> dict:
-    """One seed of a backward or forward+backward case: every gradient against its reference."""
-    from kernellab.engine.calls import case_call
-
+def run_check(family: Family, impl: Impl, case, made, check: Callable, contract_error: Callable) -> dict:
+    """One seed of a backward or forward+backward case (``made``: its ``calls.CaseCall``): every
+    gradient against its reference."""
     params = case.param_dict
-    made = case_call(family, impl, case, device, seed)
     with runtime.matmul_precision(case.dtype):
         result = made.call()
     runtime.synchronize()

@@ -226,10 +226,10 @@ def _defined_at(fn, folder) -> str:
 def run_case_check(family: Family, impl: Impl, case: Case, seed: int, device: str) -> dict:
     import torch
 
-    if impl.backward:  # several outputs, each against autograd's float64 gradient
-        return backward.run_check(family, impl, case, seed, device, check_against_reference, _contract_error(case))
     params = case.param_dict
     made = case_call(family, impl, case, device, seed)
+    if impl.backward:  # several outputs, each against autograd's float64 gradient
+        return backward.run_check(family, impl, case, made, check_against_reference, _contract_error(case))
     inputs, out = made.inputs, made.out
     if out.is_floating_point():
         out.fill_(math.nan)  # poison: an element the implementation does not write fails

@@ -148,16 +148,13 @@ def flex_for_grad(q, k, v, block_mask=None):
 
 
 flex_compiled = compiled(flex, adapt=flex_block_mask)
-flex_grad_compiled = compiled(flex_for_grad, adapt=flex_block_mask)
 
 
-def flex_causal(q, k, v, causal=False):
-    """The compiled FlexAttention call as a function of (q, k, v, causal), for autograd's backward
-    (FlexAttention compiles its own backward kernel); unavailable where it has none (on a CPU)."""
-    try:
-        return flex_grad_compiled(None, q, k, v, causal=causal)
-    except NotImplementedError as exc:
-        raise Unavailable(f"FlexAttention: {str(exc).splitlines()[0]}") from None
+def flex_grad_block_mask(q, k, v, causal=False):
+    """``flex_block_mask`` for the backward, which FlexAttention has on a GPU only."""
+    if q.device.type == "cpu":
+        raise Unavailable("FlexAttention: no backward on a CPU")
+    return flex_block_mask(q, k, v, causal)
 
 
 def make_inputs(shape, dtype, device, seed, causal=False):
@@ -251,5 +248,6 @@ for _name in SDPA_BACKENDS:
     FAMILY.add("torch_fused", returns_new(sdpa(_name)), step=_name, ladder="pytorch")
     FAMILY.add_autograd("torch_fused", sdpa(_name), step=_name, ladder="pytorch_bwd", passes=("backward",))
 FAMILY.add("compiled", flex_compiled, step="flex", ladder="pytorch")
-FAMILY.add_autograd("compiled", flex_causal, step="flex", ladder="pytorch_bwd", passes=("backward",))
+FAMILY.add_autograd("compiled", flex_for_grad, compile=True, adapt=flex_grad_block_mask, step="flex",
+                     ladder="pytorch_bwd", passes=("backward",))
 # The Triton ladders: triton_fwd/<step>.py (forward), triton_bwd/<step>.py (backward); texts in ladder.yaml.

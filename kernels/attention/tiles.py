@@ -1,11 +1,13 @@
 """What the Triton steps of attention share: the tiles, the flattened (batch*heads, seq, d) views,
-the launch grid and the signatures the PTX report cross-compiles them with."""
+the launch grid, the signatures the PTX report cross-compiles them with, and the loads, stores and
+mask of a tile inside a kernel."""
 
 from __future__ import annotations
 
 import math
 
 import triton
+import triton.language as tl
 
 from kernellab.kit import CompileSpec, triton_type
 
@@ -68,3 +70,33 @@ def forward_specs(kernel, dtype: str, lse: bool = False) -> list:
                                      num_warps=t["num_warps"], num_stages=t["num_stages"],
                                      label=f"head_dim={d}, causal={causal}", divisible=DIVISIBLE))
     return specs
+
+
+@triton.jit
+def load_rows(ptr, base, rows, offs_d, d_ok, seq, stride_s):
+    """The (rows, head_dim) tile of one head (q, v, o or do): zeros past seq and head_dim."""
+    return tl.load(ptr + base + rows[:, None] * stride_s + offs_d[None, :],
+                   mask=(rows[:, None] < seq) & d_ok[None, :], other=0.0)
+
+
+@triton.jit
+def load_cols(ptr, base, cols, offs_d, d_ok, seq, stride_s):
+    """The (head_dim, cols) tile of one head, transposed (k for q k^T): zeros past seq and head_dim."""
+    return tl.load(ptr + base + cols[None, :] * stride_s + offs_d[:, None],
+                   mask=(cols[None, :] < seq) & d_ok[:, None], other=0.0)
+
+
+@triton.jit
+def store_rows(ptr, base, rows, offs_d, d_ok, seq, stride_s, x):
+    """x into the (rows, head_dim) tile of one head, in the tensor's dtype, inside seq and head_dim."""
+    tl.store(ptr + base + rows[:, None] * stride_s + offs_d[None, :], x.to(ptr.dtype.element_ty),
+             mask=(rows[:, None] < seq) & d_ok[None, :])
+
+
+@triton.jit
+def visible(rows, cols, seq, CAUSAL: tl.constexpr):
+    """Which scores of the (rows, cols) tile count: keys inside seq and, causal, none after the query."""
+    ok = cols[None, :] < seq
+    if CAUSAL:
+        ok = ok & (cols[None, :] <= rows[:, None])
+    return ok

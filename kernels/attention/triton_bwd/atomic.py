@@ -11,7 +11,7 @@ import triton.language as tl
 
 from kernellab.kit import CompileSpec, launch, step, triton_type
 
-from ..tiles import block_d, flat, scale_of
+from ..tiles import block_d, flat, load_rows, scale_of, store_rows
 from .fa2 import bwd_tiles, save
 
 
@@ -29,9 +29,8 @@ def atomic_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr, dk_ptr, d
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    kv_mask = (cols[:, None] < seq) & d_ok[None, :]
-    k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=kv_mask, other=0.0)
-    v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=kv_mask, other=0.0)
+    k = load_rows(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
+    v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     qk_scale = scale * 1.4426950408889634
@@ -41,9 +40,9 @@ def atomic_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr, dk_ptr, d
         row_ok = rows < seq
         qo_mask = row_ok[:, None] & d_ok[None, :]
         at = base + rows[:, None] * stride_s + offs_d[None, :]
-        q = tl.load(q_ptr + at, mask=qo_mask, other=0.0)
-        do = tl.load(do_ptr + at, mask=qo_mask, other=0.0)
-        o = tl.load(o_ptr + at, mask=qo_mask, other=0.0)
+        q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
+        do = load_rows(do_ptr, base, rows, offs_d, d_ok, seq, stride_s)
+        o = load_rows(o_ptr, base, rows, offs_d, d_ok, seq, stride_s)
         delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
         lse = tl.load(lse_ptr + head * seq + rows, mask=row_ok, other=0.0) * 1.4426950408889634
         ok = row_ok[None, :] & (cols[:, None] < seq)
@@ -55,10 +54,8 @@ def atomic_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr, dk_ptr, d
         dk += tl.dot(dst.to(q.dtype), q)
         dq = tl.dot(tl.trans(dst).to(k.dtype), k) * scale
         tl.atomic_add(dq_ptr + at, dq, mask=qo_mask, sem="relaxed")
-    tl.store(dk_ptr + base + cols[:, None] * stride_s + offs_d[None, :], (dk * scale).to(dk_ptr.dtype.element_ty),
-             mask=kv_mask)
-    tl.store(dv_ptr + base + cols[:, None] * stride_s + offs_d[None, :], dv.to(dv_ptr.dtype.element_ty),
-             mask=kv_mask)
+    store_rows(dk_ptr, base, cols, offs_d, d_ok, seq, stride_s, dk * scale)
+    store_rows(dv_ptr, base, cols, offs_d, d_ok, seq, stride_s, dv)
 
 
 def specs(dtype: str):

@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kernellab.kit import CompileSpec, launch, step, triton_type
 
-from ..tiles import block_d, flat, scale_of
+from ..tiles import block_d, flat, load_rows, scale_of, store_rows
 from ..triton_fwd.fa2 import fa2_forward
 
 
@@ -44,9 +44,8 @@ def dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    kv_mask = (cols[:, None] < seq) & d_ok[None, :]
-    k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=kv_mask, other=0.0)
-    v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=kv_mask, other=0.0)
+    k = load_rows(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
+    v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     qk_scale = scale * 1.4426950408889634
@@ -54,9 +53,8 @@ def dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
     for start_m in range(lo, seq, BLOCK_M):
         rows = start_m + offs_m
         row_ok = rows < seq
-        qo_mask = row_ok[:, None] & d_ok[None, :]
-        q = tl.load(q_ptr + base + rows[:, None] * stride_s + offs_d[None, :], mask=qo_mask, other=0.0)
-        do = tl.load(do_ptr + base + rows[:, None] * stride_s + offs_d[None, :], mask=qo_mask, other=0.0)
+        q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
+        do = load_rows(do_ptr, base, rows, offs_d, d_ok, seq, stride_s)
         lse = tl.load(lse_ptr + head * seq + rows, mask=row_ok, other=0.0) * 1.4426950408889634
         delta = tl.load(delta_ptr + head * seq + rows, mask=row_ok, other=0.0)
         ok = row_ok[None, :] & (cols[:, None] < seq)
@@ -66,10 +64,8 @@ def dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
         dv += tl.dot(pt.to(do.dtype), do)
         dst = pt * (tl.dot(v, tl.trans(do)) - delta[None, :])
         dk += tl.dot(dst.to(q.dtype), q)
-    tl.store(dk_ptr + base + cols[:, None] * stride_s + offs_d[None, :], (dk * scale).to(dk_ptr.dtype.element_ty),
-             mask=kv_mask)
-    tl.store(dv_ptr + base + cols[:, None] * stride_s + offs_d[None, :], dv.to(dv_ptr.dtype.element_ty),
-             mask=kv_mask)
+    store_rows(dk_ptr, base, cols, offs_d, d_ok, seq, stride_s, dk * scale)
+    store_rows(dv_ptr, base, cols, offs_d, d_ok, seq, stride_s, dv)
 
 
 @triton.jit
@@ -86,9 +82,8 @@ def dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, seq, scal
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
     row_ok = rows < seq
-    qo_mask = row_ok[:, None] & d_ok[None, :]
-    q = tl.load(q_ptr + base + rows[:, None] * stride_s + offs_d[None, :], mask=qo_mask, other=0.0)
-    do = tl.load(do_ptr + base + rows[:, None] * stride_s + offs_d[None, :], mask=qo_mask, other=0.0)
+    q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
+    do = load_rows(do_ptr, base, rows, offs_d, d_ok, seq, stride_s)
     lse = tl.load(lse_ptr + head * seq + rows, mask=row_ok, other=0.0) * 1.4426950408889634
     delta = tl.load(delta_ptr + head * seq + rows, mask=row_ok, other=0.0)
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
@@ -96,17 +91,15 @@ def dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, seq, scal
     end = tl.minimum((start_m + 1) * BLOCK_M, seq) if CAUSAL else seq
     for start_n in range(0, end, BLOCK_N):
         cols = start_n + offs_n
-        kv_mask = (cols[:, None] < seq) & d_ok[None, :]
-        k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=kv_mask, other=0.0)
-        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=kv_mask, other=0.0)
+        k = load_rows(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
+        v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         ok = row_ok[:, None] & (cols[None, :] < seq)
         if CAUSAL:
             ok = ok & (cols[None, :] <= rows[:, None])
         p = tl.where(ok, tl.math.exp2(tl.dot(q, tl.trans(k)) * qk_scale - lse[:, None]), 0.0)
         ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k)
-    tl.store(dq_ptr + base + rows[:, None] * stride_s + offs_d[None, :], (dq * scale).to(dq_ptr.dtype.element_ty),
-             mask=qo_mask)
+    store_rows(dq_ptr, base, rows, offs_d, d_ok, seq, stride_s, dq * scale)
 
 
 def bwd_tiles(head_dim: int) -> dict:

@@ -11,7 +11,7 @@ import triton.language as tl
 
 from kernellab.kit import launch, step
 
-from ..tiles import flat, forward_specs, grid, meta, scale_of
+from ..tiles import flat, forward_specs, grid, load_cols, load_rows, meta, scale_of, visible
 
 
 @triton.jit
@@ -20,20 +20,16 @@ def _fa2_blocks(acc, l_i, m_i, q, k_ptr, v_ptr, base, rows, offs_n, offs_d, d_ok
     """The key blocks [lo, hi): the online softmax in base 2 (the scores times scale * log2 e)."""
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
-        kt = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None],
-                     mask=(cols[None, :] < seq) & d_ok[:, None], other=0.0)
+        kt = load_cols(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         s = tl.dot(q, kt) * qk_scale
         if MASKED:
-            ok = cols[None, :] < seq
-            if CAUSAL:
-                ok = ok & (cols[None, :] <= rows[:, None])
+            ok = visible(rows, cols, seq, CAUSAL)
             s = tl.where(ok, s, -1.0e30)
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.math.exp2(m_i - m_new)
         p = tl.math.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :],
-                    mask=(cols[:, None] < seq) & d_ok[None, :], other=0.0)
+        v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     return acc, l_i, m_i
@@ -52,8 +48,7 @@ def fa2_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, seq, scale, stride_bh, strid
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    q = tl.load(q_ptr + base + rows[:, None] * stride_s + offs_d[None, :],
-                mask=(rows[:, None] < seq) & d_ok[None, :], other=0.0)
+    q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
     qk_scale = scale * 1.4426950408889634  # log2(e): exp(x) = exp2(x log2 e), one multiply for both
     m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)

@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kernellab.kit import CompileSpec, launch, step, triton_interpreted, triton_type
 
-from ..tiles import DIVISIBLE, flat, grid, scale_of
+from ..tiles import DIVISIBLE, flat, grid, scale_of, visible
 from .fa2 import fa2_forward
 
 
@@ -24,9 +24,7 @@ def _hopper_blocks(acc, l_i, m_i, q, k_desc, v_desc, head, rows, offs_n, seq, qk
         s = tl.dot(q, k.T) * qk_scale
         if MASKED:
             cols = start_n + offs_n
-            ok = cols[None, :] < seq
-            if CAUSAL:
-                ok = ok & (cols[None, :] <= rows[:, None])
+            ok = visible(rows, cols, seq, CAUSAL)
             s = tl.where(ok, s, -1.0e30)
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.math.exp2(m_i - m_new)

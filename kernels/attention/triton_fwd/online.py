@@ -10,7 +10,7 @@ import triton.language as tl
 
 from kernellab.kit import launch, step
 
-from ..tiles import flat, forward_specs, grid, meta, scale_of
+from ..tiles import flat, forward_specs, grid, load_cols, load_rows, meta, scale_of, store_rows, visible
 
 
 @triton.jit
@@ -24,34 +24,28 @@ def online_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, stride_bh, stride_s, C
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    q = tl.load(q_ptr + base + rows[:, None] * stride_s + offs_d[None, :],
-                mask=(rows[:, None] < seq) & d_ok[None, :], other=0.0)
+    q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
     # -1e30, not -inf: a row whose first blocks are all masked keeps e^(m - m') finite (no inf - inf)
     m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     for start_n in range(0, seq, BLOCK_N):
         cols = start_n + offs_n
-        kt = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None],
-                     mask=(cols[None, :] < seq) & d_ok[:, None], other=0.0)
+        kt = load_cols(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         s = tl.dot(q, kt) * scale
-        ok = cols[None, :] < seq
-        if CAUSAL:
-            ok = ok & (cols[None, :] <= rows[:, None])
+        ok = visible(rows, cols, seq, CAUSAL)
         s = tl.where(ok, s, -1.0e30)
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp(m_i - m_new)
         p = tl.where(ok, tl.exp(s - m_new[:, None]), 0.0)
         l_new = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :],
-                    mask=(cols[:, None] < seq) & d_ok[None, :], other=0.0)
+        v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         pv = tl.dot(p.to(v.dtype), v)
         # FlashAttention-1 keeps the output normalized: a division per block, not one at the end
         l_safe = tl.where(l_new > 0, l_new, 1.0)
         acc = (acc * (l_i * alpha)[:, None] + pv) / l_safe[:, None]
         m_i, l_i = m_new, l_new
-    tl.store(o_ptr + base + rows[:, None] * stride_s + offs_d[None, :], acc.to(o_ptr.dtype.element_ty),
-             mask=(rows[:, None] < seq) & d_ok[None, :])
+    store_rows(o_ptr, base, rows, offs_d, d_ok, seq, stride_s, acc)
 
 
 def specs(dtype: str):

@@ -9,7 +9,7 @@ import triton.language as tl
 
 from kernellab.kit import launch, step
 
-from ..tiles import flat, forward_specs, grid, meta, scale_of
+from ..tiles import flat, forward_specs, grid, load_cols, load_rows, meta, scale_of, store_rows, visible
 
 
 @triton.jit
@@ -23,37 +23,28 @@ def two_pass_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, stride_bh, stride_s,
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    q = tl.load(q_ptr + base + rows[:, None] * stride_s + offs_d[None, :],
-                mask=(rows[:, None] < seq) & d_ok[None, :], other=0.0)
+    q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     for start_n in range(0, seq, BLOCK_N):
         cols = start_n + offs_n
-        kt = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None],
-                     mask=(cols[None, :] < seq) & d_ok[:, None], other=0.0)
+        kt = load_cols(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         s = tl.dot(q, kt) * scale
-        ok = cols[None, :] < seq
-        if CAUSAL:
-            ok = ok & (cols[None, :] <= rows[:, None])
+        ok = visible(rows, cols, seq, CAUSAL)
         s = tl.where(ok, s, float("-inf"))
         m_i = tl.maximum(m_i, tl.max(s, 1))
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     for start_n in range(0, seq, BLOCK_N):
         cols = start_n + offs_n
-        kt = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None],
-                     mask=(cols[None, :] < seq) & d_ok[:, None], other=0.0)
+        kt = load_cols(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         s = tl.dot(q, kt) * scale
-        ok = cols[None, :] < seq
-        if CAUSAL:
-            ok = ok & (cols[None, :] <= rows[:, None])
+        ok = visible(rows, cols, seq, CAUSAL)
         p = tl.where(ok, tl.exp(s - m_i[:, None]), 0.0)
         l_i += tl.sum(p, 1)
-        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :],
-                    mask=(cols[:, None] < seq) & d_ok[None, :], other=0.0)
+        v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         acc += tl.dot(p.to(v.dtype), v)
     o = acc / l_i[:, None]
-    tl.store(o_ptr + base + rows[:, None] * stride_s + offs_d[None, :], o.to(o_ptr.dtype.element_ty),
-             mask=(rows[:, None] < seq) & d_ok[None, :])
+    store_rows(o_ptr, base, rows, offs_d, d_ok, seq, stride_s, o)
 
 
 def specs(dtype: str):
