@@ -213,3 +213,19 @@ def test_a_cuda_backward_ladder_needs_gradients_and_is_declared_once():
         fam.add_cuda_backward("cuda_bwd")
     with pytest.raises(FamilyError, match="save must be a function"):
         fam.add_cuda_backward("other", save=3)
+
+
+def test_a_backward_ladder_is_read_beside_pytorchs_backward():
+    """KERNEL_LOG's baseline of a backward ladder is torch_fused.bwd, autograd's backward of
+    PyTorch's op, not the forward's torch_fused (the H200 set of issue 42 set them side by side),
+    in a set the aggregate writes and in one written before it named the pass."""
+    from kernellab.report.load import _ladders
+
+    def ladder(base, keys):
+        return {"kernel": "rms_norm", "ladder": "cuda_bwd", "baseline_impl_key": base,
+                "steps": [{"impl_key": k, "step": k, "order": i} for i, k in enumerate(keys)]}
+
+    bwd = ["cuda@block_atomic.bwd", "cuda@persistent.bwd"]
+    got = _ladders([ladder("torch_fused", bwd), ladder("torch_fused.bwd", bwd),
+                    ladder("torch_fused", ["cuda@block", "cuda@staged"])], [])
+    assert [ld["baseline_impl_key"] for ld in got] == ["torch_fused.bwd", "torch_fused.bwd", "torch_fused"]

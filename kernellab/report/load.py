@@ -234,6 +234,15 @@ def row_sort_key(r: dict) -> tuple:
     )
 
 
+def _baseline(key: str, steps: list[dict]) -> str:
+    """A ladder's baseline in its steps' pass: a backward ladder's is torch_fused.bwd (sets made
+    before the aggregate said so name the forward's torch_fused)."""
+    for suffix in (".fwdbwd", ".bwd"):
+        if steps and all(s["impl_key"].endswith(suffix) for s in steps) and not key.endswith(suffix):
+            return key + suffix
+    return key
+
+
 def _ladders(raw, warnings: list[str]) -> list[dict]:
     if not isinstance(raw, list):
         if raw:
@@ -274,7 +283,7 @@ def _ladders(raw, warnings: list[str]) -> list[dict]:
                 "shape": str(ld.get("shape") or ""),
                 "dtype": str(ld.get("dtype") or ""),
                 "mode": str(ld.get("mode") or ""),
-                "baseline_impl_key": str(ld.get("baseline_impl_key") or "torch_fused"),
+                "baseline_impl_key": _baseline(str(ld.get("baseline_impl_key") or "torch_fused"), steps),
                 "steps": steps,
             }
         )

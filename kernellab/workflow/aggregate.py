@@ -299,7 +299,8 @@ def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
                 "metric": "tflops" if fam.bound == "compute" else "gbps",
                 "shape": "x".join(map(str, shape)) if shape else "",
                 "dtype": dtype,
-                "baseline_impl_key": "torch_fused",
+                # PyTorch's fused op of the ladder's pass: a backward ladder beside autograd's backward of it
+                "baseline_impl_key": "torch_fused" + PASS_SUFFIX.get(steps[0].pass_, ""),
                 "steps": [{
                     "impl_key": s.key, "impl": s.impl, "step": s.step, "order": s.order, "idea": s.idea,
                     "prediction": s.prediction, "finding": s.finding,

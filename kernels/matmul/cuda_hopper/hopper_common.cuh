@@ -278,4 +278,19 @@ inline bool library_has_sm90a() {
   return has;
 }
 
+// The host side of a step whose kernel reads A and B^T through 128-byte-swizzled TMA maps: the
+// maps, the kernel's shared memory, one block per BM x BN tile of C.
+template <int BM, int BN, int kThreads, size_t kSmem, typename Kernel>
+int launch_tma_gemm(Kernel kernel, const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N,
+                    int K, cudaStream_t stream) {
+  if (!library_has_sm90a()) return kl::kErrNeedsSm90a;
+  CUtensorMap mapA, mapB;
+  int status = kl::hopper::make_sw128_map(&mapA, A, M, K, BM);
+  if (status == kl::kOk) status = kl::hopper::make_sw128_map(&mapB, Bt, N, K, BN);
+  if (status == kl::kOk) status = kl::allow_smem(kernel, kSmem);
+  if (status != kl::kOk) return status;
+  kernel<<<dim3(N / BN, M / BM), kThreads, kSmem, stream>>>(mapA, mapB, C, M, N, K);
+  return static_cast<int>(cudaGetLastError());
+}
+
 }  // namespace

@@ -93,15 +93,8 @@ namespace {
 
 int launch_warp_specialized(const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N, int K,
                             cudaStream_t stream) {
-  if (!library_has_sm90a()) return kErrNeedsSm90a;
-  CUtensorMap mapA, mapB;
-  int status = hopper::make_sw128_map(&mapA, A, M, K, ws::BM);
-  if (status == kOk) status = hopper::make_sw128_map(&mapB, Bt, N, K, ws::BN);
-  if (status == kOk) status = allow_smem(hgemm_warp_specialized<__nv_bfloat16>, ws::kSmem);
-  if (status != kOk) return status;
-  const dim3 grid(N / ws::BN, M / ws::BM);
-  hgemm_warp_specialized<__nv_bfloat16><<<grid, ws::kThreads, ws::kSmem, stream>>>(mapA, mapB, C, M, N, K);
-  return static_cast<int>(cudaGetLastError());
+  return launch_tma_gemm<ws::BM, ws::BN, ws::kThreads, ws::kSmem>(
+      hgemm_warp_specialized<__nv_bfloat16>, A, Bt, C, M, N, K, stream);
 }
 
 constexpr HgemmStepInfo warp_specialized{ws::BM, ws::BN, ws::BK, &launch_warp_specialized};

@@ -91,15 +91,8 @@ namespace {
 
 int launch_wgmma(const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N, int K,
                  cudaStream_t stream) {
-  if (!library_has_sm90a()) return kErrNeedsSm90a;
-  CUtensorMap mapA, mapB;
-  int status = hopper::make_sw128_map(&mapA, A, M, K, wg::BM);
-  if (status == kOk) status = hopper::make_sw128_map(&mapB, Bt, N, K, wg::BN);
-  if (status == kOk) status = allow_smem(hgemm_wgmma<__nv_bfloat16>, wg::kSmem);
-  if (status != kOk) return status;
-  const dim3 grid(N / wg::BN, M / wg::BM);
-  hgemm_wgmma<__nv_bfloat16><<<grid, wg::kThreads, wg::kSmem, stream>>>(mapA, mapB, C, M, N, K);
-  return static_cast<int>(cudaGetLastError());
+  return launch_tma_gemm<wg::BM, wg::BN, wg::kThreads, wg::kSmem>(
+      hgemm_wgmma<__nv_bfloat16>, A, Bt, C, M, N, K, stream);
 }
 
 constexpr HgemmStepInfo wgmma{wg::BM, wg::BN, wg::BK, &launch_wgmma};
