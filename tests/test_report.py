@@ -964,6 +964,12 @@ def test_ladder_yaml_takes_a_finding_and_refuses_unknown_keys(tmp_path):
         registry.ladder_texts(tmp_path)
 
 
+def load_annotated(root):
+    res = load(root, "fake-gpu")
+    annotate(res)
+    return res
+
+
 def _field(res):
     from kernellab.report.model import kernel_metric
     from kernellab.report.summary import ours_vs_field
@@ -1185,3 +1191,33 @@ def test_a_finding_written_after_the_set_replaces_the_one_it_recorded(tmp_path):
              if ld["kernel"] == "gelu" for s in ld["steps"]}
     assert steps["vec4"] == "read again after the set was measured" != recorded["vec4"]
     assert steps["course"] == recorded["course"] and steps["vec4_ilp"] == recorded["vec4_ilp"]
+
+
+def test_ours_against_the_field_compares_a_backward_with_backwards_only(tmp_path):
+    """A backward case is its own case in "Our kernels against the field" (and its own panel in the
+    figures): ours beside the field's backward, never beside a forward. The fixture's gelu fp32 rows
+    copied as backward rows, PyTorch's made 10x slower there: the forward case keeps its figures,
+    and the backward case shows ours ahead with the backward's own keys."""
+    import pandas as pd
+
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "fake-gpu", root / "fake-gpu")
+    path = root / "fake-gpu" / "summary.csv"
+    df = pd.read_csv(path, keep_default_na=False)
+    if "pass" not in df:
+        df["pass"] = "forward"
+    before = _field(load_annotated(root))
+    bwd = df[(df["kernel"] == "gelu") & (df["dtype"] == "fp32")].copy()
+    bwd["pass"] = "backward"
+    bwd["impl_key"] = bwd["impl_key"] + ".bwd"
+    torch_rows = bwd["backend"].isin(["torch", "compile"]) & (bwd["median_us"] != "")
+    bwd.loc[torch_rows, "median_us"] = [str(float(x) * 10) for x in bwd.loc[torch_rows, "median_us"]]
+    pd.concat([df, bwd]).to_csv(path, index=False)
+
+    counts, shapes = _field(load_annotated(root))
+    forward = [r for r in counts if (r["kernel"], r["case"]) == ("gelu", "fp32")]
+    backward = [r for r in counts if (r["kernel"], r["case"]) == ("gelu", "fp32, backward")]
+    assert forward == [r for r in before[0] if (r["kernel"], r["case"]) == ("gelu", "fp32")]
+    assert len(backward) == 1 and backward[0]["shapes another is faster"].startswith("0 of")
+    rows = [r for r in shapes if r["case"] == "fp32, backward"]
+    assert rows and all(r["ours"].endswith(".bwd") and r["PyTorch's best"].endswith(".bwd") for r in rows)

@@ -15,18 +15,26 @@ from kernellab.report.model import (
 )
 from kernellab.report.views import Image
 
+# a case's pass, in the order the report shows them (summary.schema.yaml's enum)
+PASS_ORDER = ("forward", "backward", "forward+backward")
 
-def _panel_key(r: dict) -> tuple[str, str, str]:
-    return (r["dtype"], r["params"], r["mode"])
+
+def _panel_key(r: dict) -> tuple[str, str, str, int]:
+    """One panel (figure, table group) per dtype, parameters, mode and pass: a backward is never
+    drawn or compared beside a forward."""
+    p = r.get("pass") or "forward"
+    return (r["dtype"], r["params"], r["mode"], PASS_ORDER.index(p) if p in PASS_ORDER else len(PASS_ORDER))
 
 
-def _panel_label(key: tuple[str, str, str], multi_mode: bool) -> str:
-    dtype, params, mode = key
+def _panel_label(key: tuple[str, str, str, int], multi_mode: bool) -> str:
+    dtype, params, mode, pass_ = key
     parts = [dtype or "(no dtype)"]
     if params:
         parts.append(params)
     if multi_mode and mode:
         parts.append(mode)
+    if 0 < pass_ < len(PASS_ORDER):
+        parts.append(PASS_ORDER[pass_])
     return ", ".join(parts)
 
 

@@ -220,7 +220,8 @@ def is_valid(r: dict) -> bool:
 
 
 def case_key(r: dict) -> tuple:
-    return (r["kernel"], r["shape"], r["dtype"], r["params"], r["mode"])
+    """One case: a backward is not the forward's case (its baseline, its best, its speedups)."""
+    return (r["kernel"], r["shape"], r["dtype"], r["params"], r["mode"], r.get("pass") or "forward")
 
 
 def row_sort_key(r: dict) -> tuple:

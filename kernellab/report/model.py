@@ -152,13 +152,18 @@ def ceiling_notes(res: Results) -> list[str]:
     return notes
 
 
+def baseline_of(r: dict) -> str:
+    """The baseline of a row's pass: PyTorch's fused op, its autograd backward for a backward."""
+    return BASELINE + {"backward": ".bwd", "forward+backward": ".fwdbwd"}.get(r.get("pass") or "forward", "")
+
+
 def annotate(res: Results) -> None:
     """Add ``valid``, ``speedup`` (torch_fused over this, same case) and ``best`` to each row,
     and correct the ceilings a case beat (``correct_ceilings``)."""
     base: dict[tuple, dict] = {}
     for r in res.summary:
         r["valid"] = is_valid(r)
-        if r["valid"] and r["impl_key"] == BASELINE:
+        if r["valid"] and r["impl_key"] == baseline_of(r):
             base.setdefault(case_key(r), r)
     fastest: dict[tuple, dict] = {}
     for r in res.summary:
