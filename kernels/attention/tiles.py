@@ -9,7 +9,7 @@ import math
 import triton
 import triton.language as tl
 
-from kernellab.kit import CompileSpec, triton_type
+from kernellab.kit import CompileSpec, launch, triton_type
 
 
 def tiles(head_dim: int) -> dict:
@@ -46,6 +46,16 @@ def meta(q, causal) -> dict:
     return {"CAUSAL": bool(causal), "HEAD_DIM": d, "BLOCK_D": block_d(d), **t}
 
 
+def launch_forward(kernel, out, q, k, v, causal, *extra):
+    """``kernel``(q, k, v, o, *extra, seq, scale, strides, constexprs): one program per query block
+    of each head, o into ``out``."""
+    m = meta(q, causal)
+    o = flat(out)
+    launch(kernel, grid(q, m["BLOCK_M"]), flat(q), flat(k), flat(v), o, *extra, q.shape[2], scale_of(q), o.stride(0),
+           o.stride(1), **m)
+    return out
+
+
 # the integer arguments taken as multiples of 16 when cross-compiling (the default shapes' are)
 DIVISIBLE = ("seq", "stride_bh", "stride_s")
 
@@ -70,6 +80,16 @@ def forward_specs(kernel, dtype: str, lse: bool = False) -> list:
                                      num_warps=t["num_warps"], num_stages=t["num_stages"],
                                      label=f"head_dim={d}, causal={causal}", divisible=DIVISIBLE))
     return specs
+
+
+@triton.jit
+def program_block(stride_bh, BLOCK: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr):
+    """What program (i, head) works on: (i, head, the head's base offset, the BLOCK positions of its
+    block i along seq, the head_dim offsets, which of them are inside head_dim)."""
+    start = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64)
+    offs_d = tl.arange(0, BLOCK_D)
+    return start, head, head * stride_bh, start * BLOCK + tl.arange(0, BLOCK), offs_d, offs_d < HEAD_DIM
 
 
 @triton.jit

@@ -11,7 +11,7 @@ import triton.language as tl
 
 from kernellab.kit import CompileSpec, launch, step, triton_type
 
-from ..tiles import block_d, flat, load_rows, scale_of, store_rows
+from ..tiles import block_d, flat, load_rows, program_block, scale_of, store_rows
 from .fa2 import bwd_tiles, save
 
 
@@ -22,13 +22,8 @@ def atomic_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr, dk_ptr, d
     """dk, dv of the BLOCK_N keys of program (n, head), and their share of dq (fp32, atomics): for each
     query block that sees them, delta = rowsum(dO o), P^T from the log-sum-exp, dv += P^T dO,
     dS^T = P^T (v dO^T - delta), dk += dS^T q, dq += scale dS k."""
-    start_n = tl.program_id(0)
-    head = tl.program_id(1).to(tl.int64)
-    base = head * stride_bh
-    cols = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    start_n, head, base, cols, offs_d, d_ok = program_block(stride_bh, BLOCK_N, BLOCK_D, HEAD_DIM)
     offs_m = tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    d_ok = offs_d < HEAD_DIM
     k = load_rows(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
     v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)

@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kernellab.kit import CompileSpec, launch, step, triton_type
 
-from ..tiles import block_d, flat, load_rows, scale_of, store_rows
+from ..tiles import block_d, flat, load_rows, program_block, scale_of, store_rows
 from ..triton_fwd.fa2 import fa2_forward
 
 
@@ -37,13 +37,8 @@ def dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
     """dk and dv of the BLOCK_N keys of program (n, head): over the query blocks that see them (causal:
     from the block's first key on), P^T = exp2(k q^T scale log2 e - lse log2 e), dv += P^T dO,
     dS^T = P^T (v dO^T - delta), dk += dS^T q; dk times the scale at the end."""
-    start_n = tl.program_id(0)
-    head = tl.program_id(1).to(tl.int64)
-    base = head * stride_bh
-    cols = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    start_n, head, base, cols, offs_d, d_ok = program_block(stride_bh, BLOCK_N, BLOCK_D, HEAD_DIM)
     offs_m = tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    d_ok = offs_d < HEAD_DIM
     k = load_rows(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
     v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
@@ -74,13 +69,8 @@ def dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, seq, scal
               BLOCK_N: tl.constexpr):
     """dq of the BLOCK_M queries of program (m, head): over the key blocks they see (causal: up to the
     block's last query), dS = P (dO v^T - delta), dq += dS k; times the scale at the end."""
-    start_m = tl.program_id(0)
-    head = tl.program_id(1).to(tl.int64)
-    base = head * stride_bh
-    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    start_m, head, base, rows, offs_d, d_ok = program_block(stride_bh, BLOCK_M, BLOCK_D, HEAD_DIM)
     offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    d_ok = offs_d < HEAD_DIM
     row_ok = rows < seq
     q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
     do = load_rows(do_ptr, base, rows, offs_d, d_ok, seq, stride_s)

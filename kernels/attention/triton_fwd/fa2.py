@@ -9,9 +9,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.kit import launch, step
+from kernellab.kit import step
 
-from ..tiles import flat, forward_specs, grid, load_cols, load_rows, meta, scale_of, visible
+from ..tiles import forward_specs, launch_forward, load_cols, load_rows, visible
 
 
 @triton.jit
@@ -77,13 +77,8 @@ def specs(dtype: str):
 
 def fa2_forward(out, q, k, v, causal=False):
     """(o, lse): o into ``out``, the fp32 natural log-sum-exp of each row, (batch, heads, seq)."""
-    m = meta(q, causal)
-    b, h, s, _ = q.shape
-    lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
-    o = flat(out)
-    launch(fa2_kernel, grid(q, m["BLOCK_M"]), flat(q), flat(k), flat(v), o, lse, s, scale_of(q), o.stride(0),
-           o.stride(1), **m)
-    return out, lse
+    lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+    return launch_forward(fa2_kernel, out, q, k, v, causal, lse), lse
 
 
 @step(compile_specs=specs)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernellab.kit import launch, step
+from kernellab.kit import step
 
-from ..tiles import flat, forward_specs, grid, load_cols, load_rows, meta, scale_of, store_rows, visible
+from ..tiles import forward_specs, launch_forward, load_cols, load_rows, store_rows, visible
 
 
 @triton.jit
@@ -54,8 +54,4 @@ def specs(dtype: str):
 
 @step(compile_specs=specs)
 def online(out, q, k, v, causal=False):
-    m = meta(q, causal)
-    o = flat(out)
-    launch(online_kernel, grid(q, m["BLOCK_M"]), flat(q), flat(k), flat(v), o, q.shape[2], scale_of(q),
-           o.stride(0), o.stride(1), **m)
-    return out
+    return launch_forward(online_kernel, out, q, k, v, causal)
