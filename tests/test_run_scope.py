@@ -62,7 +62,7 @@ def test_only_keeps_the_named_families_in_a_set_of_their_own():
 def test_only_names_an_unknown_family_and_the_known_ones():
     config = _default()
     config["only"] = ["mine"]
-    with pytest.raises(ConfigError, match=r"only: 'mine' not among the config's kernels \(dropout, gelu"):
+    with pytest.raises(ConfigError, match=r"only: 'mine' not among the config's kernels \(attention, dropout, gelu"):
         kl_config.narrow(config)
 
 
