@@ -68,18 +68,27 @@ def forward_signature(dtype: str, lse: bool = False) -> dict:
     return {**sig, "seq": "i32", "scale": "fp32", "stride_bh": "i32", "stride_s": "i32"}
 
 
-def forward_specs(kernel, dtype: str, lse: bool = False) -> list:
-    """The kernel at head_dim 64 and 128, causal and not, with the tiles it launches with."""
-    sig = forward_signature(dtype, lse)
+def tile_specs(kernel, sig: dict, tiles_of, label: str = "") -> list:
+    """``kernel`` at head_dim 64 and 128, causal and not, with the tiles it launches with:
+    ``tiles_of(head_dim)`` gives (BLOCK_M, BLOCK_N, num_warps, num_stages)."""
     specs = []
     for d in (64, 128):
-        t = tiles(d)
+        bm, bn, warps, stages = tiles_of(d)
         for causal in (False, True):
-            specs.append(CompileSpec(kernel, sig, {"CAUSAL": causal, "HEAD_DIM": d, "BLOCK_D": d,
-                                                   "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_N"]},
-                                     num_warps=t["num_warps"], num_stages=t["num_stages"],
-                                     label=f"head_dim={d}, causal={causal}", divisible=DIVISIBLE))
+            specs.append(CompileSpec(kernel, sig, {"CAUSAL": causal, "HEAD_DIM": d, "BLOCK_D": d, "BLOCK_M": bm,
+                                                   "BLOCK_N": bn},
+                                     num_warps=warps, num_stages=stages, label=f"{label}head_dim={d}, causal={causal}",
+                                     divisible=DIVISIBLE))
     return specs
+
+
+def forward_specs(kernel, dtype: str, lse: bool = False) -> list:
+    """A forward kernel's specs, with the forward's tiles."""
+    def tiles_of(d):
+        t = tiles(d)
+        return t["BLOCK_M"], t["BLOCK_N"], t["num_warps"], t["num_stages"]
+
+    return tile_specs(kernel, forward_signature(dtype, lse), tiles_of)
 
 
 @triton.jit
@@ -90,6 +99,16 @@ def program_block(stride_bh, BLOCK: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DI
     head = tl.program_id(1).to(tl.int64)
     offs_d = tl.arange(0, BLOCK_D)
     return start, head, head * stride_bh, start * BLOCK + tl.arange(0, BLOCK), offs_d, offs_d < HEAD_DIM
+
+
+@triton.jit
+def exp2_update(s, m_i, l_i):
+    """One key block of the online softmax in base 2: (p = 2^(s - m'), the factor 2^(m - m') that
+    rescales what came before, the new row maxima m', the new row sums)."""
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    alpha = tl.math.exp2(m_i - m_new)
+    p = tl.math.exp2(s - m_new[:, None])
+    return p, alpha, m_new, l_i * alpha + tl.sum(p, 1)
 
 
 @triton.jit

@@ -9,10 +9,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.kit import CompileSpec, launch, step, triton_type
+from kernellab.kit import launch, step, triton_type
 
-from ..tiles import block_d, flat, load_rows, program_block, scale_of, store_rows
-from .fa2 import bwd_tiles, save
+from ..tiles import block_d, flat, load_rows, program_block, scale_of, store_rows, tile_specs
+from .fa2 import bwd_tiles, kernel_tiles, save
 
 
 @triton.jit
@@ -58,16 +58,7 @@ def specs(dtype: str):
     sig = {**{p: f"*{ty}" for p in ("q_ptr", "k_ptr", "v_ptr", "o_ptr", "do_ptr")}, "lse_ptr": "*fp32",
            "dq_ptr": "*fp32", "dk_ptr": f"*{ty}", "dv_ptr": f"*{ty}", "seq": "i32", "scale": "fp32",
            "stride_bh": "i32", "stride_s": "i32"}
-    out = []
-    for d in (64, 128):
-        t = bwd_tiles(d)
-        bm, bn = t["dkdv"]
-        for causal in (False, True):
-            out.append(CompileSpec(atomic_kernel, sig, {"CAUSAL": causal, "HEAD_DIM": d, "BLOCK_D": d, "BLOCK_M": bm,
-                                                         "BLOCK_N": bn},
-                                   num_warps=t["num_warps"], num_stages=t["num_stages"],
-                                   label=f"head_dim={d}, causal={causal}", divisible=("seq", "stride_bh", "stride_s")))
-    return out
+    return tile_specs(atomic_kernel, sig, kernel_tiles("dkdv"))
 
 
 @step(pass_="backward", save=save, compile_specs=specs)

@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kernellab.kit import CompileSpec, launch, step, triton_type
 
-from ..tiles import block_d, flat, load_rows, program_block, scale_of, store_rows
+from ..tiles import block_d, flat, load_rows, program_block, scale_of, store_rows, tile_specs
 from ..triton_fwd.fa2 import fa2_forward
 
 
@@ -92,6 +92,15 @@ def dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, seq, scal
     store_rows(dq_ptr, base, rows, offs_d, d_ok, seq, stride_s, dq * scale)
 
 
+def kernel_tiles(kind: str):
+    """``tiles.tile_specs``' tiles of the ``kind`` (dkdv or dq) kernel: (BLOCK_M, BLOCK_N, warps, stages)."""
+    def of(head_dim: int):
+        t = bwd_tiles(head_dim)
+        return (*t[kind], t["num_warps"], t["num_stages"])
+
+    return of
+
+
 def bwd_tiles(head_dim: int) -> dict:
     """(BLOCK_M, BLOCK_N) of the dk/dv kernel (few queries, many keys: the accumulators are the keys')
     and of the dq kernel (the other way round), warps, stages: two fp32 accumulators of BLOCK_N x
@@ -115,17 +124,8 @@ def _sig(dtype: str, kind: str) -> dict:
 
 
 def specs(dtype: str):
-    out = []
-    for d in (64, 128):
-        t = bwd_tiles(d)
-        for kind, kernel in (("dkdv", dkdv_kernel), ("dq", dq_kernel)):
-            for causal in (False, True):
-                bm, bn = t[kind]
-                out.append(CompileSpec(kernel, _sig(dtype, kind), {"CAUSAL": causal, "HEAD_DIM": d, "BLOCK_D": d,
-                                                                    "BLOCK_M": bm, "BLOCK_N": bn},
-                                       num_warps=t["num_warps"], num_stages=t["num_stages"],
-                                       label=f"{kind}, head_dim={d}, causal={causal}",
-                                       divisible=("seq", "stride_bh", "stride_s")))
+    out = [spec for kind, kernel in (("dkdv", dkdv_kernel), ("dq", dq_kernel))
+           for spec in tile_specs(kernel, _sig(dtype, kind), kernel_tiles(kind), label=f"{kind}, ")]
     ty = triton_type(dtype)
     out.append(CompileSpec(delta_kernel, {"o_ptr": f"*{ty}", "do_ptr": f"*{ty}", "delta_ptr": "*fp32", "seq": "i32",
                                           "stride_bh": "i32", "stride_s": "i32"},

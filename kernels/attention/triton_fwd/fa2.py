@@ -11,7 +11,7 @@ import triton.language as tl
 
 from kernellab.kit import step
 
-from ..tiles import forward_specs, launch_forward, load_cols, load_rows, visible
+from ..tiles import exp2_update, forward_specs, launch_forward, load_cols, load_rows, visible
 
 
 @triton.jit
@@ -25,10 +25,7 @@ def _fa2_blocks(acc, l_i, m_i, q, k_ptr, v_ptr, base, rows, offs_n, offs_d, d_ok
         if MASKED:
             ok = visible(rows, cols, seq, CAUSAL)
             s = tl.where(ok, s, -1.0e30)
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
+        p, alpha, m_new, l_i = exp2_update(s, m_i, l_i)
         v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new

@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kernellab.kit import CompileSpec, launch, step, triton_interpreted, triton_type
 
-from ..tiles import DIVISIBLE, flat, grid, scale_of, visible
+from ..tiles import DIVISIBLE, exp2_update, flat, grid, scale_of, visible
 from .fa2 import fa2_forward
 
 
@@ -26,10 +26,7 @@ def _hopper_blocks(acc, l_i, m_i, q, k_desc, v_desc, head, rows, offs_n, seq, qk
             cols = start_n + offs_n
             ok = visible(rows, cols, seq, CAUSAL)
             s = tl.where(ok, s, -1.0e30)
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
+        p, alpha, m_new, l_i = exp2_update(s, m_i, l_i)
         v = v_desc.load([head, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new

@@ -5,6 +5,8 @@ causal by a mask over every key block, none skipped."""
 
 from __future__ import annotations
 
+import functools
+
 import triton
 import triton.language as tl
 
@@ -48,10 +50,6 @@ def online_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, stride_bh, stride_s, C
     store_rows(o_ptr, base, rows, offs_d, d_ok, seq, stride_s, acc)
 
 
-def specs(dtype: str):
-    return forward_specs(online_kernel, dtype)
-
-
-@step(compile_specs=specs)
+@step(compile_specs=functools.partial(forward_specs, online_kernel))
 def online(out, q, k, v, causal=False):
     return launch_forward(online_kernel, out, q, k, v, causal)

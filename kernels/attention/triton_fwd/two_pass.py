@@ -4,6 +4,8 @@ over every key block, none skipped."""
 
 from __future__ import annotations
 
+import functools
+
 import triton
 import triton.language as tl
 
@@ -47,10 +49,6 @@ def two_pass_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, stride_bh, stride_s,
     store_rows(o_ptr, base, rows, offs_d, d_ok, seq, stride_s, o)
 
 
-def specs(dtype: str):
-    return forward_specs(two_pass_kernel, dtype)
-
-
-@step(compile_specs=specs)
+@step(compile_specs=functools.partial(forward_specs, two_pass_kernel))
 def two_pass(out, q, k, v, causal=False):
     return launch_forward(two_pass_kernel, out, q, k, v, causal)
