@@ -74,8 +74,11 @@ def command(steps: list[tuple[str, str, str, str]], build_json: str | list[str],
         build_json = os.pathsep.join(map(str, build_json))
     return [
         "ncu", "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
-        # base units: bytes as bytes and times in ns, never rescaled per value
-        "--print-units", "base", "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS),
+        # base units: bytes as bytes and times in ns, never rescaled per value; the range is the
+        # process's, not the pushing thread's: autograd launches a backward's kernels from its own
+        # device thread, outside a per-thread range (every autograd backward's row was "no kernel")
+        "--print-units", "base", "--nvtx", "--nvtx-push-pop-scope", "process", "--nvtx-include", f"{RANGE}/",
+        "--metrics", ",".join(METRICS),
         sys.executable, "-m", "kernellab.engine.ncu_target", build_json, status_json, dirs,
         *[f"{kernel}:{key}:{dtype}:{shape}" for kernel, key, dtype, shape in steps],
     ]
