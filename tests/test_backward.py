@@ -246,3 +246,20 @@ def test_ncu_profiles_an_autograd_backward_launched_from_autograds_own_thread():
                                ("rms_norm", "triton@partials.bwd", "fp32", "256x1024")], [], timeout_s=120)
     assert [r["status"] for r in rows_] == ["ok", "ok"], rows_
     assert all(r["n_kernels"] >= 1 for r in rows_)
+
+
+def test_pytorchs_three_backwards_are_one_call():
+    """add_pytorch_backwards: autograd through the naive forward, through PyTorch's op and through
+    torch.compile of the naive forward, each for both backward passes, checked against the
+    reference's gradients."""
+    fam = Family(title="t", dtypes=("fp32",), grads=("dx",), make_inputs=lambda shape, dtype, device, seed: (
+        randn(shape, dtype, device, seed),), reference=torch.tanh, out_like=lambda x: torch.empty_like(x))
+    fam.add_pytorch_backwards(lambda x: 1 - 2 / (torch.exp(2 * x) + 1), torch.tanh)
+    assert sorted(fam.impls) == ["compiled.bwd", "compiled.fwdbwd", "torch_fused.bwd", "torch_fused.fwdbwd",
+                                 "torch_naive.bwd", "torch_naive.fwdbwd"]
+    from kernellab.engine.harness import run_case_check
+
+    fam.name = "t"
+    for key in ("torch_naive.bwd", "torch_fused.fwdbwd"):
+        row = run_case_check(fam, fam.impls[key], Case("t", key, (8, 16), "fp32"), 0, "cpu")
+        assert row["status"] == "ok", (key, row["reason"])

@@ -307,6 +307,14 @@ class Family:
         save, fn = autograd_backward(forward, tuple(self.grads), compile=compile, adapt=adapt)
         return self.add_backward(impl, fn, save=save, **options)
 
+    def add_pytorch_backwards(self, naive: Callable, fused: Callable, **options) -> list[Impl]:
+        """The three backwards PyTorch gives, by autograd: through the naive forward in PyTorch ops
+        (``torch_naive``), through PyTorch's own op (``torch_fused``), and through torch.compile of
+        the naive forward (``compiled``: Inductor compiles the backward with it)."""
+        return [*self.add_autograd("torch_naive", naive, **options),
+                *self.add_autograd("torch_fused", fused, **options),
+                *self.add_autograd("compiled", naive, compile=True, **options)]
+
     def passes(self) -> tuple[str, ...]:
         """The passes this family defines: forward, and those of its backward implementations."""
         have = {i.pass_ for i in self.impls.values()} | {"forward"}

@@ -120,9 +120,7 @@ FAMILY.add("triton", gelu_triton, triton_kernels=(gelu_kernel,), compile_specs=c
 FAMILY.add("compiled", compiled(gelu_naive))
 # the backward: autograd through the naive chain, through PyTorch's GeLU, through torch.compile's;
 # Triton's elementwise from x and dy (backward.py)
-FAMILY.add_autograd("torch_naive", gelu_naive)
-FAMILY.add_autograd("torch_fused", gelu_op)
-FAMILY.add_autograd("compiled", gelu_naive, compile=True)
+FAMILY.add_pytorch_backwards(gelu_naive, gelu_op)
 FAMILY.add_backward("triton", backward.gelu_backward_triton, compile_specs=backward.backward_specs)
 # The CUDA ladder cuda_gelu: one file per step in cuda_gelu/ (what they share in gelu.cuh), in
 # ladder.yaml's order; each step runs as the `gelu` op of binding.cpp with the step's name. Its

@@ -250,8 +250,6 @@ FAMILY.add("compiled", compiled(layer_norm_naive))
 FAMILY.add("liger", returns_new(layer_norm_liger))
 FAMILY.add("quack", returns_new(layer_norm_quack))
 # the backward: autograd through the naive forward, through PyTorch's op, through torch.compile's
-FAMILY.add_autograd("torch_naive", layer_norm_naive)
-FAMILY.add_autograd("torch_fused", layer_norm_op)
-FAMILY.add_autograd("compiled", layer_norm_naive, compile=True)
+FAMILY.add_pytorch_backwards(layer_norm_naive, layer_norm_op)
 # The ladders: one file per step, hopper_rows/<step>.cu (CUDA, run by cuda_step) and triton_loop/<step>.py (Triton,
 # the kernels they share in loop.py); the backward's, triton_bwd/<step>.py; their order and texts in ladder.yaml.

@@ -252,9 +252,7 @@ FAMILY.add("compiled", compiled(rms_norm_naive))
 FAMILY.add("liger", returns_new(rms_norm_liger))
 FAMILY.add("quack", returns_new(rms_norm_quack))
 # the backward: autograd through the naive forward, through PyTorch's op, through torch.compile's
-FAMILY.add_autograd("torch_naive", rms_norm_naive)
-FAMILY.add_autograd("torch_fused", rms_norm_op)
-FAMILY.add_autograd("compiled", rms_norm_naive, compile=True)
+FAMILY.add_pytorch_backwards(rms_norm_naive, rms_norm_op)
 FAMILY.add_backward("liger", rms_norm_liger_bwd, save=liger_saved)
 FAMILY.add_backward("quack", rms_norm_quack_bwd, save=quack_saved)
 # The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton); the

@@ -154,8 +154,6 @@ FAMILY.add("liger", returns_new(softmax_liger))
 FAMILY.add("quack", returns_new(softmax_quack))
 # the backward: autograd through the naive chain, through PyTorch's softmax, through torch.compile's;
 # Triton's from the forward's output (backward.py)
-FAMILY.add_autograd("torch_naive", softmax_naive)
-FAMILY.add_autograd("torch_fused", reference)
-FAMILY.add_autograd("compiled", softmax_naive, compile=True)
+FAMILY.add_pytorch_backwards(softmax_naive, reference)
 FAMILY.add_backward("triton", backward.softmax_backward_triton, save=backward.forward_output,
                     compile_specs=backward.backward_specs)
