@@ -217,3 +217,34 @@ def test_quack_rows_that_are_no_multiple_of_16_bytes_are_unavailable(monkeypatch
         row = run_case_check(fam, fam.impls["quack"], Case("softmax", "quack", (3, cols), dtype, ()), 0, "cpu")
         assert row["status"] == "ok", row
     assert seen == [(3, 1000), (3, 1000)]
+
+
+def test_flashattention4_runs_in_its_layout_forward_and_backward(monkeypatch, on_gpu):
+    """FlashAttention-4 (flash_attn.cute.flash_attn_func) takes (batch, seq, heads, head_dim) and
+    returns (o, lse): the attention family hands it transposed views with the family's scale and
+    causal flag, and its forward and autograd backward check against the float64 reference (a fake
+    library, SDPA in FA4's layout, stands in for it)."""
+    seen = []
+
+    def flash_attn_func(q, k, v, softmax_scale=None, causal=False):
+        seen.append((tuple(q.shape), softmax_scale, causal))
+        o = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                             is_causal=causal, scale=softmax_scale)
+        return o.transpose(1, 2), None
+
+    _fake(monkeypatch, "flash_attn.cute", flash_attn_func=flash_attn_func)
+    _fresh(monkeypatch, "attention", "_fa4")
+    fam = REGISTRY.family("attention")
+    for key, causal in (("fa4", True), ("fa4.bwd", False)):
+        case = Case("attention", key, (1, 2, 40, 16), "bf16", (("causal", causal),))
+        row = run_case_check(fam, fam.impls[key], case, 0, "cpu")
+        assert row["status"] == "ok", (key, row["reason"])
+    assert seen[0] == ((1, 40, 2, 16), 0.25, True) and seen[-1][2] is False
+
+
+@pytest.mark.skipif(runtime.has_gpu(), reason="checks the rows of a machine without a GPU")
+def test_flashattention4_without_a_gpu_is_unavailable_with_the_reason():
+    fam = REGISTRY.family("attention")
+    case = Case("attention", "fa4", (1, 2, 40, 16), "bf16", (("causal", False),))
+    rows = list(check_impl(fam, fam.impls["fa4"], [case], [0], "cpu"))
+    assert [(r["status"], r["reason"]) for r in rows] == [("unavailable", "FlashAttention-4 needs a CUDA GPU (sm_90+)")]

@@ -375,7 +375,7 @@ def _fill_missing(records: list[dict], problem: str, family: Family, impl: Impl,
 
 
 # backends that need a CUDA GPU: without one their cases are unavailable at once
-GPU_ONLY = ("cuda", "liger", "quack")
+GPU_ONLY = ("cuda", "liger", "quack", "fa4")
 
 
 def impl_works(family: Family, plan: KernelPlan, device: str, seeds: list[int] | None, tune: bool = True

@@ -24,9 +24,10 @@ from typing import Any, Callable
 
 from kernellab.errors import FamilyError
 
-# kind -> backend: liger and quack are other libraries' kernels beside ours (kernellab.kit.peers)
+# kind -> backend: liger, quack and fa4 are other libraries' kernels beside ours (kernellab.kit.peers)
 BACKEND_OF = {"torch_naive": "torch", "torch_fused": "torch", "cuda": "cuda", "triton": "triton",
-              "compiled": "compile", "compiled_max_autotune": "compile", "liger": "liger", "quack": "quack"}
+              "compiled": "compile", "compiled_max_autotune": "compile", "liger": "liger", "quack": "quack",
+              "fa4": "fa4"}
 IMPL_KINDS = tuple(BACKEND_OF)
 BACKENDS = tuple(dict.fromkeys(BACKEND_OF.values()))
 STEP_MARK = "__kernellab_step__"

@@ -1,4 +1,5 @@
-"""Other libraries' kernels as implementations: Liger-Kernel (Triton) and QuACK (CuTe DSL).
+"""Other libraries' kernels as implementations: Liger-Kernel (Triton), QuACK and FlashAttention-4
+(CuTe DSL).
 
 A family's folder registers ``Impl(kernel, "liger", "liger", fn)`` or ``("quack", "quack")``
 whose ``fn`` calls the library through :func:`entry`. The libraries come from an optional
@@ -38,7 +39,9 @@ LIGER = Peer("liger", "Liger-Kernel", "liger-kernel", "liger_kernel", max_cols=6
 # and loads rows in 16-byte vectors: a row of 1001 bf16 fails its assertion ("not divisible by
 # vector size 8") or its compile ("cp_size only supports (32, 64, 128)"), seen on an H200
 QUACK = Peer("quack", "QuACK", "quack-kernels", "quack", min_capability=(9, 0), row_align=16)
-PEERS = {p.impl: p for p in (LIGER, QUACK)}
+# FlashAttention-4's CuTe-DSL kernels (the same CUTLASS DSL as QuACK's), for Hopper and Blackwell
+FA4 = Peer("fa4", "FlashAttention-4", "flash-attn-4", "flash_attn.cute", min_capability=(9, 0))
+PEERS = {p.impl: p for p in (LIGER, QUACK, FA4)}
 
 
 def gpu_reason(peer: Peer, tensor) -> str:

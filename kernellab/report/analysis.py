@@ -82,7 +82,8 @@ def _software(env: dict) -> tuple[str, Table, str]:
         config_yaml = repr(config)
     versions = kv_table(
         [(k, fmt.text(env.get(k)) or fmt.NA)
-         for k in ("python", "torch", "triton", "cuda", "driver", "snakemake", "liger-kernel", "quack-kernels")],
+         for k in ("python", "torch", "triton", "cuda", "driver", "snakemake", "liger-kernel", "quack-kernels",
+                   "flash-attn-4")],
         "software",
         "version",
     )

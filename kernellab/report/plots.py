@@ -62,7 +62,8 @@ PALETTE = [
 ]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 # PyTorch's in black and grey; the other libraries' in colours of their own, outside the palette
-FIXED = {"torch_fused": "#000000", "torch_naive": "#7f7f7f", "quack": "#e7298a", "liger": "#a6761d"}
+FIXED = {"torch_fused": "#000000", "torch_naive": "#7f7f7f", "quack": "#e7298a", "liger": "#a6761d",
+         "fa4": "#1b9e77"}
 
 
 @contextmanager

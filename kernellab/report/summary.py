@@ -112,7 +112,8 @@ def geomean_table(res: Results) -> Table:
 OURS = ("triton", "cuda")  # the lab's own kernels
 PYTORCH = ("torch", "compile")  # what PyTorch gives: its ops, fused or not, and torch.compile
 # The field beside ours, by side: PyTorch's best, then the other libraries (kernellab.kit.peers)
-FIELD = (("torch", "PyTorch", PYTORCH), ("quack", "QuACK", ("quack",)), ("liger", "Liger", ("liger",)))
+FIELD = (("torch", "PyTorch", PYTORCH), ("quack", "QuACK", ("quack",)), ("liger", "Liger", ("liger",)),
+         ("fa4", "FlashAttention-4", ("fa4",)))
 
 
 def _side(backend: str) -> str:

@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from kernellab.kit import Family, Unavailable, compiled, element_size, randn, returns_new
+from kernellab.kit import Family, Unavailable, compiled, element_size, peers, randn, returns_new
 
 # the query blocks the float64 reference takes at once: its scores are QUERY_CHUNK x S per head
 QUERY_CHUNK = 1024
@@ -150,6 +150,18 @@ def flex_for_grad(q, k, v, block_mask=None):
 flex_compiled = compiled(flex, adapt=flex_block_mask)
 
 
+# The field: FlashAttention-4's CuTe-DSL kernels (kernellab.kit.peers), as their users call them
+_fa4 = peers.entry(peers.FA4, "flash_attn.cute", "flash_attn_func")
+
+
+def attention_fa4(q, k, v, causal=False):
+    """FlashAttention-4 takes (batch, seq, heads, head_dim): q, k and v as transposed views (no copy),
+    its output transposed back; it returns (o, lse), its autograd Function's backward its own kernels."""
+    o, _lse = _fa4(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), softmax_scale=1.0 / math.sqrt(q.shape[-1]),
+                   causal=bool(causal))
+    return o.transpose(1, 2)
+
+
 def flex_grad_block_mask(q, k, v, causal=False):
     """``flex_block_mask`` for the backward, which FlexAttention has on a GPU only."""
     if q.device.type == "cpu":
@@ -250,4 +262,6 @@ for _name in SDPA_BACKENDS:
 FAMILY.add("compiled", flex_compiled, step="flex", ladder="pytorch")
 FAMILY.add_autograd("compiled", flex_for_grad, compile=True, adapt=flex_grad_block_mask, step="flex",
                      ladder="pytorch_bwd", passes=("backward",))
+FAMILY.add("fa4", returns_new(attention_fa4))
+FAMILY.add_autograd("fa4", attention_fa4, passes=("backward",))
 # The Triton ladders: triton_fwd/<step>.py (forward), triton_bwd/<step>.py (backward); texts in ladder.yaml.
