@@ -10,6 +10,14 @@ from pathlib import Path
 from kernellab.errors import FamilyError
 
 LADDER_FILE = "ladder.yaml"
+# Ladders renamed to the one convention of folder names, <language>_<idea> (cuda_rows, triton_loop):
+# (family or "*", the old name) -> the name; a set made before reads under the new one
+RENAMED = {("*", "hopper_rows"): "cuda_rows", ("softmax", "softmax"): "triton_rows"}
+
+
+def current_name(kernel: str, ladder: str) -> str:
+    """The name ``kernel``'s ladder ``ladder`` has now (a set may name it as it was)."""
+    return RENAMED.get((kernel, ladder)) or RENAMED.get(("*", ladder)) or ladder
 STEP_TEXTS = ("idea", "prediction", "finding", "expect_speedup", "expect_pct_of_peak")
 STEP_KEYS = ("step", "kernels", *STEP_TEXTS)
 

@@ -1221,3 +1221,20 @@ def test_ours_against_the_field_compares_a_backward_with_backwards_only(tmp_path
     assert len(backward) == 1 and backward[0]["shapes another is faster"].startswith("0 of")
     rows = [r for r in shapes if r["case"] == "fp32, backward"]
     assert rows and all(r["ours"].endswith(".bwd") and r["PyTorch's best"].endswith(".bwd") for r in rows)
+
+
+def test_a_set_made_before_a_ladder_was_renamed_reads_under_its_name_with_the_checkouts_findings():
+    """Ladder folders follow one convention (<language>_<idea>): layer norm's hopper_rows is
+    cuda_rows now. A set that recorded the old name shows the ladder under the new one, with the
+    finding the checkout's ladder.yaml holds for the step."""
+    from kernellab.ladder_file import ladder_texts
+    from kernellab.report.load import _checkout_findings, _ladders
+
+    raw = [{"kernel": "layer_norm", "ladder": "hopper_rows", "steps": [{"impl_key": "cuda@staged", "step": "staged",
+                                                                       "order": 3, "finding": "an old reading"}]},
+           {"kernel": "softmax", "ladder": "softmax", "steps": [{"impl_key": "triton@online", "step": "online"}]}]
+    got = _ladders(raw, [])
+    assert [(ld["kernel"], ld["ladder"]) for ld in got] == [("layer_norm", "cuda_rows"), ("softmax", "triton_rows")]
+    _checkout_findings(got, {}, [])
+    want = ladder_texts(FIXTURE.parents[2] / "kernels" / "layer_norm")[("cuda_rows", "staged")]["finding"]
+    assert want and got[0]["steps"][0]["finding"] == want

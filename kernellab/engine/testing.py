@@ -169,11 +169,11 @@ ROW_SHAPES = [(1, 1), (3, 1000), (5, 1001), (64, 4096), (2, 70000), (3, 57000), 
 
 def row_ladder_cases(fam, shapes=ROW_SHAPES):
     """Marks a GPU test ``(kl_ops, dtype, shape, step)`` to run every step of ``fam``'s
-    hopper_rows ladder on ``shapes`` in fp32 and bf16."""
+    cuda_rows ladder on ``shapes`` in fp32 and bf16."""
     import pytest
     import torch
 
-    marks = (pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]]),
+    marks = (pytest.mark.parametrize("step", [s.step for s in fam.ladders()["cuda_rows"]]),
              pytest.mark.parametrize("shape", shapes),
              pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16]),
              pytest.mark.gpu)

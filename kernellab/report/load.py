@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kernellab import rows
 from kernellab.errors import FamilyError
-from kernellab.ladder_file import ladder_texts
+from kernellab.ladder_file import current_name, ladder_texts
 from kernellab.rows import to_bool, to_float
 
 csv.field_size_limit(1 << 24)
@@ -279,7 +279,7 @@ def _ladders(raw, warnings: list[str]) -> list[dict]:
         out.append(
             {
                 "kernel": str(ld.get("kernel") or ""),
-                "ladder": str(ld.get("ladder") or ""),
+                "ladder": current_name(str(ld.get("kernel") or ""), str(ld.get("ladder") or "")),
                 "metric": "tflops" if str(ld.get("metric")) == "tflops" else "gbps",
                 "shape": str(ld.get("shape") or ""),
                 "dtype": str(ld.get("dtype") or ""),

@@ -12,8 +12,8 @@ loops over a row in two passes (mean and variance merged chunk by chunk, then no
 the second read hits the L2); one autotuned kernel, the config's constexpr LOOPED picks the
 path (``kit.prune_row_tile_configs`` says which configs each width times). The ladder
 "triton_loop" tries other statistics for that loop (ladder.yaml, KERNEL_LOG): its kernels are in
-loop.py, each step in triton_loop/<step>.py; the CUDA ladder "hopper_rows" is one file per step in
-hopper_rows/, what they share in layer_norm.cuh.
+loop.py, each step in triton_loop/<step>.py; the CUDA ladder "cuda_rows" is one file per step in
+cuda_rows/, what they share in layer_norm.cuh.
 """
 
 from __future__ import annotations
@@ -251,5 +251,5 @@ FAMILY.add("liger", returns_new(layer_norm_liger))
 FAMILY.add("quack", returns_new(layer_norm_quack))
 # the backward: autograd through the naive forward, through PyTorch's op, through torch.compile's
 FAMILY.add_pytorch_backwards(layer_norm_naive, layer_norm_op)
-# The ladders: one file per step, hopper_rows/<step>.cu (CUDA, run by cuda_step) and triton_loop/<step>.py (Triton,
+# The ladders: one file per step, cuda_rows/<step>.cu (CUDA, run by cuda_step) and triton_loop/<step>.py (Triton,
 # the kernels they share in loop.py); the backward's, triton_bwd/<step>.py; their order and texts in ladder.yaml.

@@ -1,6 +1,6 @@
 // Layer norm over the last dimension of a (rows, cols) matrix: the layer_norm family's CUDA steps:
 // what each step's launcher takes, their table (steps.h), and the checks every launch shares. Each
-// step is a file of hopper_rows/ that registers itself in the table; what the steps share is in
+// step is a file of cuda_rows/ that registers itself in the table; what the steps share is in
 // layer_norm.cuh.
 #pragma once
 

@@ -92,7 +92,7 @@ def test_gpu_cuda_op(kl_ops, dtype, shape, step):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(5, 1001), (64, 4096), (600, 32768)])
-@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["hopper_rows"]])
+@pytest.mark.parametrize("step", [s.step for s in fam.ladders()["cuda_rows"]])
 def test_gpu_cuda_op_large_mean(kl_ops, shape, step):
     """Rows with mean / std = 3000: every step's statistics stay centred (two passes, or each
     thread's Moments merged by Chan's update), where E[x^2] - E[x]^2 in fp32 loses the variance."""

@@ -255,6 +255,6 @@ FAMILY.add("quack", returns_new(rms_norm_quack))
 FAMILY.add_pytorch_backwards(rms_norm_naive, rms_norm_op)
 FAMILY.add_backward("liger", rms_norm_liger_bwd, save=liger_saved)
 FAMILY.add_backward("quack", rms_norm_quack_bwd, save=quack_saved)
-# The ladders: one file per step, hopper_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton); the
+# The ladders: one file per step, cuda_rows/<step>.cu (CUDA) and triton_loop/<step>.py (Triton); the
 # backward's, cuda_bwd/<step>.cu, running the op rms_norm_bwd(x, w, dy, rstd, dx, dw, step).
 FAMILY.add_cuda_backward("cuda_bwd", save=rstd_of)

@@ -1,6 +1,6 @@
 // RMS norm over the last dimension of a (rows, cols) matrix: the rms_norm family's CUDA steps: what
 // each step's launcher takes, their tables (steps.h), and the checks every launch shares. Each
-// forward step is a file of hopper_rows/ that registers itself in the rms_norm table (what they
+// forward step is a file of cuda_rows/ that registers itself in the rms_norm table (what they
 // share is in rms_norm.cuh); each backward step a file of cuda_bwd/ in the rms_norm_bwd table
 // (rms_norm_bwd.cuh).
 #pragma once

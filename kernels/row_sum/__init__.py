@@ -130,4 +130,4 @@ FAMILY.add("torch_naive", returns_new(row_sum_naive))
 FAMILY.add("torch_fused", row_sum_fused)
 FAMILY.add("triton", row_sum_triton, triton_kernels=(row_sum_kernel,), compile_specs=compile_specs)
 FAMILY.add("compiled", compiled(row_sum_naive))
-# The CUDA ladder hopper_rows: one file per step in hopper_rows/, in ladder.yaml's order.
+# The CUDA ladder cuda_rows: one file per step in cuda_rows/, in ladder.yaml's order.

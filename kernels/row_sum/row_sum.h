@@ -1,6 +1,6 @@
 // Row sums of a (rows, cols) matrix, accumulated in fp32 (bf16 inputs convert on load): the row_sum
 // family's CUDA steps: what each step's launcher takes, their table (steps.h), and the checks every
-// launch shares. Each step is a file of hopper_rows/ that registers itself in the table; what the
+// launch shares. Each step is a file of cuda_rows/ that registers itself in the table; what the
 // steps share is in row_sum.cuh.
 #pragma once
 

@@ -147,9 +147,9 @@ FAMILY = Family(
 
 FAMILY.add("torch_fused", softmax_fused)
 FAMILY.add("compiled", compiled(softmax_naive))
-# The CUDA ladder hopper_rows: one file per step in hopper_rows/, in ladder.yaml's order.
+# The CUDA ladder cuda_rows: one file per step in cuda_rows/, in ladder.yaml's order.
 
-# The Triton ladder softmax: one file per step in softmax/ (the first, naive, is the PyTorch chain).
+# The Triton ladder triton_rows: one file per step in triton_rows/ (the first, naive, is the PyTorch chain).
 FAMILY.add("liger", returns_new(softmax_liger))
 FAMILY.add("quack", returns_new(softmax_quack))
 # the backward: autograd through the naive chain, through PyTorch's softmax, through torch.compile's;
