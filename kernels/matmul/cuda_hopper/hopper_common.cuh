@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
+#include "common.cuh"  // kl::allow_smem, for the launcher below
 #include "hgemm.h"
 
 // Device code for sm_90a (wgmma, setmaxnreg exist only there, not in plain sm_90).
