@@ -32,6 +32,7 @@ CHECKOUT_ROOT = Path(__file__).resolve().parents[2] / "reference"
 # the data the report reads (kernellab.report.load), as globs under a set
 DATA = (
     "summary.csv",
+    "timeline.csv",  # the run's own time: the report's "where the time went"
     "ladders.json",
     "environment.json",
     "survey.json",
