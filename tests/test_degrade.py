@@ -99,47 +99,6 @@ def test_ncu_session_rows_are_split_at_the_markers():
     assert ncu.combine(parts[1])["status"] == "error"  # a step that launched nothing inside its range
 
 
-def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(tmp_path, monkeypatch):
-    import pandas as pd
-    import yaml
-
-    from kernellab.engine import runtime
-    from kernellab.workflow import pipeline
-
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    config["target"] = "gpu"
-    calls = []
-
-    def fake_profile_steps(steps, build_json, timeout_s, kernel_dirs=None):
-        calls.append(steps)
-        return [{"status": "ok", "reason": "", "duration_us": float(i)} for i in range(len(steps))]
-
-    monkeypatch.setattr(runtime, "has_gpu", lambda: True)
-    monkeypatch.setattr(ncu, "profile_steps", fake_profile_steps)
-    kernels = ["matmul", "softmax"]
-    outs = [tmp_path / f"{k}.csv" for k in kernels]
-    pipeline.ncu(config, kernels, [str(tmp_path / "build.json")], [str(o) for o in outs])
-    assert len(calls) == 1  # one session for every ladder of both families
-    sent, n = [], 0
-    for kernel, out in zip(kernels, outs, strict=True):
-        rows = pd.read_csv(out)
-        assert set(rows["kernel"]) == {kernel}  # each family's table has its own steps only
-        fam = REGISTRY.family(kernel)
-        plan = pipeline._plan(config, kernel)
-        assert set(rows["ladder"].dropna()) == set(fam.ladders())  # and the ncu_cases, of no ladder
-        for ladder, steps in fam.ladders().items():
-            got = rows[rows["ladder"] == ladder]
-            shape = "x".join(map(str, plan.ladder_shape(ladder)))
-            assert list(got["impl_key"]) == [s.key for s in steps]
-            assert set(got["shape"]) == {shape} and set(got["dtype"]) == {plan.ladder_dtype(steps)}
-        sent += list(zip(rows["kernel"], rows["impl_key"], rows["dtype"], rows["shape"].astype(str), strict=True))
-        # each step's record came back to it
-        assert list(rows["duration_us"]) == list(range(n, n + len(rows)))
-        n += len(rows)
-    # each step went to ncu with its own family, ladder shape and dtype
-    assert [tuple(step) for step in calls[0]] == sent
-
-
 def test_a_family_whose_sources_fail_is_built_out_of_the_extension(tmp_path, monkeypatch):
     import json
 

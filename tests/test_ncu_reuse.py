@@ -8,18 +8,24 @@ import pandas as pd
 import pytest
 import yaml
 
-from kernellab.engine import ncu, runtime
+from kernellab.engine import ncu, registry, runtime
 from kernellab.workflow import pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ["matmul", "softmax"]
 
 
+def gpu_config() -> dict:
+    """The default config, targeting a GPU."""
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["target"] = "gpu"
+    return config
+
+
 @pytest.fixture
 def session(tmp_path, monkeypatch):
     """pipeline.ncu on a pretend GPU: each call records the steps its ncu session was given."""
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    config["target"] = "gpu"
+    config = gpu_config()
     sessions = []
 
     def fake_profile_steps(steps, build_json, timeout_s, kernel_dirs=None):
@@ -69,3 +75,30 @@ def test_a_family_whose_profile_failed_is_profiled_again(session, monkeypatch):
     again = run({"matmul": "m1", "softmax": "s1"})
     assert {s[0] for s in sessions[1]} == {"matmul"}
     assert set(again["matmul"]["status"]) == {"ok"}
+
+
+def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(session, monkeypatch):
+    run, sessions = session
+    fake = ncu.profile_steps
+    monkeypatch.setattr(ncu, "profile_steps", lambda steps, *args, **kwargs: [  # each step's record its index
+        {**r, "duration_us": float(i)} for i, r in enumerate(fake(steps, *args, **kwargs))])
+    tables = run({"matmul": "m1", "softmax": "s1"})
+    assert len(sessions) == 1  # one session for every ladder of both families
+    config, reg = gpu_config(), registry.load()
+    sent, n = [], 0
+    for kernel, rows in tables.items():
+        assert set(rows["kernel"]) == {kernel}  # each family's table has its own steps only
+        fam = reg.family(kernel)
+        plan = pipeline._plan(config, kernel)
+        assert set(rows["ladder"].dropna()) == set(fam.ladders())  # and the ncu_cases, of no ladder
+        for ladder, steps in fam.ladders().items():
+            got = rows[rows["ladder"] == ladder]
+            shape = "x".join(map(str, plan.ladder_shape(ladder)))
+            assert list(got["impl_key"]) == [s.key for s in steps]
+            assert set(got["shape"]) == {shape} and set(got["dtype"]) == {plan.ladder_dtype(steps)}
+        sent += list(zip(rows["kernel"], rows["impl_key"], rows["dtype"], rows["shape"].astype(str), strict=True))
+        # each step's record came back to it
+        assert list(rows["duration_us"]) == list(range(n, n + len(rows)))
+        n += len(rows)
+    # each step went to ncu with its own family, ladder shape and dtype
+    assert [tuple(step) for step in sessions[0]] == sent

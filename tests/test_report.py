@@ -66,6 +66,20 @@ def summary_rows(hardware: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def write_rows(path: Path, rows: list[dict], columns=None) -> None:
+    """Rows as a CSV at path; columns default to the first row's keys, and others are left out."""
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns or list(rows[0]), extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def slow_down(r: dict, k: float) -> None:
+    """Row r's times k times longer (its empty times stay empty)."""
+    for col in ("median_us", "p20_us", "p80_us"):
+        r[col] = str(float(r[col]) * k) if r[col] else r[col]
+
+
 def median(rows, kernel, key, shape, dtype) -> float:
     (r,) = [
         r for r in rows if (r["kernel"], r["impl_key"], r["shape"], r["dtype"]) == (kernel, key, shape, dtype)
@@ -235,10 +249,7 @@ def test_markdown_tables_keep_their_shape(tmp_path):
             r["reason"] = "a | b ``` c"
         if r["kernel"] == "matmul":
             r["kernel"] = "mat$mul/../" + SCRIPT
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(path, rows)
     render(root, "evil", tmp_path / "out")
     md = all_md(tmp_path / "out")
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
@@ -438,10 +449,7 @@ def test_hardware_comparison_gives_verdicts(tmp_path):
             base = float(r["median_us"])
             for col, f in zip(("median_us", "p20_us", "p80_us"), scale[r["impl_key"]], strict=True):
                 r[col] = str(base * f)
-    with (root / "there" / "summary.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(root / "there" / "summary.csv", rows)
 
     def verdicts(threshold=None):
         env_path = root / "here" / "environment.json"
@@ -501,13 +509,9 @@ def test_a_ceiling_without_native_arithmetic_predicts_nothing(tmp_path):
         for r in rows:  # the matmul cases in fp16, 1000x slower here (each below 0.003 TFLOP/s)
             if r["kernel"] == "matmul":
                 r["dtype"] = "fp16"
-                for col in ("median_us", "p20_us", "p80_us"):
-                    r[col] = str(float(r[col]) * slow) if r[col] else r[col]
+                slow_down(r, slow)
                 r["tflops"] = str(float(r["tflops"]) / slow)
-        with (root / name / "summary.csv").open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows(root / name / "summary.csv", rows)
     files = render(root, "here", tmp_path / "out", others=[root / "there"])
     md = files["report.md"].read_text(encoding="utf-8").replace("\\_", "_")
     assert "| measured matmul fp16 | 0.003000 TFLOP/s (not meaningful: no native arithmetic) |" in md
@@ -522,15 +526,8 @@ def test_a_ceiling_without_native_arithmetic_predicts_nothing(tmp_path):
     assert "ceilings predict the same time on both (fp32 matmul: " in sgemm
 
 
-def test_hardware_comparison_against_the_ceilings(tmp_path, monkeypatch):
-    """Two GPUs: 'there' has a 3000 GB/s copy (here 4200) and 600 bf16 / 40.8 fp32 TFLOP/s
-    matmul rates (here 750 / 51), and runs gelu 1.4x and the rest 1.25x slower. Per family,
-    the ceilings' ratio comes from the two survey.json files and stands beside the median
-    time ratio; two sgemm cases run faster there, and the table of compute-bound SLOWER
-    cases shows each side's SM clock from summary.csv and power from bench/*.csv."""
-    from kernellab.report import plots
-
-    root = tmp_path / "results"
+def _two_gpus_for_the_ceilings(root: Path) -> list[dict]:
+    """Sets 'here' and 'there' under root for the test below; returns here's summary rows."""
     for name in ("here", "there"):
         shutil.copytree(FIXTURE / "fake-gpu", root / name)
         shutil.rmtree(root / name / "compare")
@@ -545,24 +542,30 @@ def test_hardware_comparison_against_the_ceilings(tmp_path, monkeypatch):
     here, there = summary_rows("fake-gpu"), summary_rows("fake-gpu")
     for a, b in zip(here, there, strict=True):
         k = slower_here.get((b["impl_key"], b["shape"]), 1.4 if b["kernel"] == "gelu" else 1.25)
-        for col in ("median_us", "p20_us", "p80_us"):
-            b[col] = str(float(b[col]) * k) if b[col] else b[col]
+        slow_down(b, k)
         for col in ("gbps", "tflops"):
             b[col] = str(float(b[col]) / k) if b[col] else b[col]
         if (a["kernel"], a["impl_key"], a["shape"], a["dtype"]) == capped:
             a["sm_clock_mhz"] = "1740"
     bench_cols = ["kernel", "impl_key", "shape", "dtype", "params", "mode", "power_w", "temperature_c"]
     for name, rows, watts in (("here", here, 690.0), ("there", there, 520.0)):
-        with (root / name / "summary.csv").open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows(root / name / "summary.csv", rows)
         (root / name / "bench").mkdir()
-        with (root / name / "bench" / "sgemm.csv").open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=bench_cols, extrasaction="ignore")
-            w.writeheader()
-            w.writerows({**r, "power_w": watts, "temperature_c": 80} for r in rows if r["kernel"] == "sgemm")
+        bench = [{**r, "power_w": watts, "temperature_c": 80} for r in rows if r["kernel"] == "sgemm"]
+        write_rows(root / name / "bench" / "sgemm.csv", bench, bench_cols)
+    return here
 
+
+def test_hardware_comparison_against_the_ceilings(tmp_path, monkeypatch):
+    """Two GPUs: 'there' has a 3000 GB/s copy (here 4200) and 600 bf16 / 40.8 fp32 TFLOP/s
+    matmul rates (here 750 / 51), and runs gelu 1.4x and the rest 1.25x slower. Per family,
+    the ceilings' ratio comes from the two survey.json files and stands beside the median
+    time ratio; two sgemm cases run faster there, and the table of compute-bound SLOWER
+    cases shows each side's SM clock from summary.csv and power from bench/*.csv."""
+    from kernellab.report import plots
+
+    root = tmp_path / "results"
+    here = _two_gpus_for_the_ceilings(root)
     drawn = {}
     real = plots.png_bytes
 
@@ -613,10 +616,7 @@ def test_missing_optional_files_and_columns(tmp_path):
     root = tmp_path / "results"
     (root / "bare").mkdir(parents=True)
     keep = ["kernel", "impl_key", "shape", "dtype", "status", "median_us"]
-    with (root / "bare" / "summary.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keep, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(summary_rows("fake-gpu"))
+    write_rows(root / "bare" / "summary.csv", summary_rows("fake-gpu"), keep)
     (root / "bare" / "ladders.json").write_text("{not json", encoding="utf-8")
     files = render(root, "bare", tmp_path / "out")
     html = files["report.html"].read_text(encoding="utf-8")
@@ -683,10 +683,7 @@ def test_rows_whose_check_did_not_pass_are_not_results(tmp_path):
     for r in rows:
         if (r["kernel"], r["impl_key"], r["shape"], r["dtype"]) == ("gelu", "torch_fused", "65536", "fp32"):
             r["check_status"] = "not checked"
-    with (root / "x" / "summary.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(root / "x" / "summary.csv", rows)
     res = load(root, "x")
     annotate(res)
     case = [r for r in res.summary if (r["kernel"], r["shape"], r["dtype"]) == ("gelu", "65536", "fp32")]

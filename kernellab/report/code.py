@@ -9,7 +9,7 @@ from pathlib import Path
 from kernellab.io import read_text
 from kernellab.report import fmt
 from kernellab.report.load import Results, shape_sort_key
-from kernellab.report.tables import Table
+from kernellab.report.tables import Column, Table, field_column, table_of
 from kernellab.report.views import Excerpt, PtxView
 
 PTX_LINES = 40
@@ -151,89 +151,62 @@ def assign_resources(res: Results) -> tuple[dict[str, list[dict]], list[dict]]:
     return out, rest
 
 
+def _integer(name: str, key: str) -> Column:
+    return Column(name, "num", lambda r: fmt.integer(r[key]))
+
+
+def _number(name: str, key: str, digits: int = 1) -> Column:
+    """A number the record may lack (an older ncu.csv has fewer metrics)."""
+    return Column(name, "num", lambda r: fmt.num(r.get(key), digits))
+
+
+RESOURCE_COLUMNS = [
+    field_column("file"),
+    field_column("CUDA kernel", "kernel"),
+    _integer("registers", "registers"),
+    _integer("spill stores B", "spill_stores_bytes"),
+    _integer("spill loads B", "spill_loads_bytes"),
+    _integer("stack frame B", "stack_frame_bytes"),
+    _integer("smem B", "smem_bytes"),
+    _integer("cmem B", "cmem_bytes"),
+]
+
+
+def _spills(r: dict) -> float:
+    return sum(r[k] if math.isfinite(r[k]) else 0 for k in ("spill_stores_bytes", "spill_loads_bytes"))
+
+
 def resources_table(rows: list[dict]) -> Table:
-    t = Table(
-        [
-            "file",
-            "CUDA kernel",
-            "registers",
-            "spill stores B",
-            "spill loads B",
-            "stack frame B",
-            "smem B",
-            "cmem B",
-        ],
-        numeric=[False, False, True, True, True, True, True, True],
-    )
-    for r in rows:
-        spills = (r["spill_stores_bytes"] if math.isfinite(r["spill_stores_bytes"]) else 0) + (
-            r["spill_loads_bytes"] if math.isfinite(r["spill_loads_bytes"]) else 0
-        )
-        t.add(
-            [
-                r["file"],
-                r["kernel"],
-                fmt.integer(r["registers"]),
-                fmt.integer(r["spill_stores_bytes"]),
-                fmt.integer(r["spill_loads_bytes"]),
-                fmt.integer(r["stack_frame_bytes"]),
-                fmt.integer(r["smem_bytes"]),
-                fmt.integer(r["cmem_bytes"]),
-            ],
-            "warn" if spills > 0 else "",
-        )
-    return t
+    return table_of(RESOURCE_COLUMNS, rows, lambda r: "warn" if _spills(r) > 0 else "")
+
+
+def _bad(r: dict) -> bool:
+    return r["status"] not in ("ok", "")
+
+
+NCU_COLUMNS = [
+    field_column("impl_key"),
+    field_column("dtype"),
+    field_column("shape"),
+    Column("status", "text", lambda r: ("⚠ " if _bad(r) else "") + (r["status"] or "ok")),
+    Column("duration µs", "num", lambda r: fmt.us(r["duration_us"])),
+    _number("DRAM %", "dram_pct"),
+    _number("SM %", "sm_pct"),
+    _number("occupancy %", "achieved_occupancy"),
+    _integer("registers", "registers"),
+    _integer("smem/block", "smem_per_block"),
+    _number("L1 hit %", "l1_hit_pct"),
+    _number("L2 hit %", "l2_hit_pct"),
+    _number("L2 %", "l2_pct"),
+    Column("DRAM MB read / written", "num",
+           lambda r: f"{fmt.num(r.get('dram_read_mb'))} / {fmt.num(r.get('dram_write_mb'))}"),
+    _number("DRAM / model", "dram_vs_model", 2),
+    _number("L2 MB read", "l2_read_mb"),
+    field_column("top stalls", "top_stalls"),
+    field_column("reason"),
+]
 
 
 def ncu_table(res: Results, kernel: str) -> Table:
-    t = Table(
-        [
-            "impl_key",
-            "dtype",
-            "shape",
-            "status",
-            "duration µs",
-            "DRAM %",
-            "SM %",
-            "occupancy %",
-            "registers",
-            "smem/block",
-            "L1 hit %",
-            "L2 hit %",
-            "L2 %",
-            "DRAM MB read / written",
-            "DRAM / model",
-            "L2 MB read",
-            "top stalls",
-            "reason",
-        ],
-        numeric=[False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True,
-                 False, False],
-    )
     rows = sorted(res.ncu.get(kernel, []), key=lambda r: (r["impl_key"], r["dtype"], shape_sort_key(r["shape"])))
-    for r in rows:
-        bad = r["status"] not in ("ok", "")
-        t.add(
-            [
-                r["impl_key"],
-                r["dtype"],
-                r["shape"],
-                ("⚠ " if bad else "") + (r["status"] or "ok"),
-                fmt.us(r["duration_us"]),
-                fmt.num(r["dram_pct"]),
-                fmt.num(r["sm_pct"]),
-                fmt.num(r["achieved_occupancy"]),
-                fmt.integer(r["registers"]),
-                fmt.integer(r["smem_per_block"]),
-                fmt.num(r["l1_hit_pct"]),
-                fmt.num(r["l2_hit_pct"]),
-                fmt.num(r.get("l2_pct")),
-                f"{fmt.num(r.get('dram_read_mb'))} / {fmt.num(r.get('dram_write_mb'))}",
-                fmt.num(r.get("dram_vs_model"), 2),
-                fmt.num(r.get("l2_read_mb")),
-                r["top_stalls"],
-                r["reason"],
-            ],
-            "bad" if bad else "",
-        )
-    return t
+    return table_of(NCU_COLUMNS, rows, lambda r: "bad" if _bad(r) else "")

@@ -184,81 +184,67 @@ def profile_table(res: Results, kernel: str) -> Table:
     return t
 
 
-def autotune_tables(res: Results, kernel: str) -> tuple[Table, Table]:
-    rows = res.autotune.get(kernel, [])
-    win = Table(
-        [
-            "impl_key",
-            "Triton kernel",
-            "dtype",
-            "shape",
-            "winning config",
-            "median µs",
-            "configs timed",
-            "failed",
-            "slowest / winner",
-        ],
-        numeric=[False, False, False, False, False, True, True, True, True],
-    )
-    full = Table(
-        [
-            "impl_key",
-            "Triton kernel",
-            "dtype",
-            "shape",
-            "config",
-            "median µs",
-            "× winner",
-            "status",
-            "winner",
-        ],
-        numeric=[False, False, False, False, False, True, True, False, False],
-    )
+_TUNED = [field_column("impl_key"), field_column("Triton kernel", "triton_kernel"), field_column("dtype"),
+          field_column("shape")]  # what a timed config and a winner row both start with
+
+
+def _ratio_to_slowest(g: dict) -> str:
+    return fmt.ratio(max(r["median_us"] for r in g["ok"]) / g["winner"]["median_us"])
+
+
+AUTOTUNE_WINNER_COLUMNS = [
+    *_TUNED,
+    Column("winning config", "text", lambda g: g["winner"]["config"] if g["winner"] else "⚠ no config ran"),
+    Column("median µs", "num", lambda g: fmt.us(g["winner"]["median_us"]) if g["winner"] else fmt.NA),
+    Column("configs timed", "num", lambda g: str(len(g["runs"]))),
+    Column("failed", "num", lambda g: str(len(g["runs"]) - len(g["ok"]))),
+    Column("slowest / winner", "num", lambda g: _ratio_to_slowest(g) if g["winner"] else fmt.NA),
+]
+AUTOTUNE_RUN_COLUMNS = [  # a record: a timed config's row with its share of its group's winner
+    *_TUNED,
+    field_column("config"),
+    Column("median µs", "num", lambda r: fmt.us(r["median_us"])),
+    Column("× winner", "num", lambda r: fmt.ratio(r["over_winner"])),
+    Column("status", "text", lambda r: ("⚠ " if r["failed"] else "") + (r["status"] or fmt.NA)),
+    Column("winner", "text", lambda r: "★" if r["is_winner"] else ""),
+]
+
+
+def _autotune_groups(rows: list[dict]) -> list[dict]:
+    """A record per (impl_key, Triton kernel, dtype, shape): its runs, those that ran, and the winner
+    (the fastest of those marked best, else of those that ran; None where none ran)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["impl_key"], r["triton_kernel"], r["dtype"], r["shape"]), []).append(r)
+    out = []
     for (key, tk, dtype, shape), rs in sorted(
         groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], shape_sort_key(kv[0][3]))
     ):
         ok = [r for r in rs if r["status"] in ("ok", "") and math.isfinite(r["median_us"]) and r["median_us"] > 0]
-        ok_ids = {id(r) for r in ok}
         marked = [r for r in ok if r["is_best"]]
         winner = min(marked or ok, key=lambda r: (r["median_us"], r["config"]), default=None)
-        if winner is None:
-            win.add([key, tk, dtype, shape, "⚠ no config ran", fmt.NA, str(len(rs)), str(len(rs)), fmt.NA], "bad")
-        else:
-            slow = max(r["median_us"] for r in ok)
-            win.add(
-                [
-                    key,
-                    tk,
-                    dtype,
-                    shape,
-                    winner["config"],
-                    fmt.us(winner["median_us"]),
-                    str(len(rs)),
-                    str(len(rs) - len(ok)),
-                    fmt.ratio(slow / winner["median_us"]),
-                ],
-                "best",
-            )
-        for r in sorted(rs, key=lambda r: (r["median_us"] if math.isfinite(r["median_us"]) else math.inf, r["config"])):
-            is_w = winner is not None and r is winner
-            rel = r["median_us"] / winner["median_us"] if winner is not None else math.nan
-            bad = id(r) not in ok_ids
-            t_flag = "best" if is_w else ("bad" if bad else "")
-            full.add(
-                [
-                    key,
-                    tk,
-                    dtype,
-                    shape,
-                    r["config"],
-                    fmt.us(r["median_us"]),
-                    fmt.ratio(rel),
-                    ("⚠ " if bad else "") + (r["status"] or fmt.NA),
-                    "★" if is_w else "",
-                ],
-                t_flag,
-            )
+        out.append({"impl_key": key, "triton_kernel": tk, "dtype": dtype, "shape": shape, "runs": rs, "ok": ok,
+                    "winner": winner})
+    return out
+
+
+def _autotune_runs(g: dict) -> list[dict]:
+    """A group's runs, fastest first, each with its time over the winner's and whether it failed."""
+    ok_ids = {id(r) for r in g["ok"]}
+    winner = g["winner"]
+    return [
+        {**r, "over_winner": r["median_us"] / winner["median_us"] if winner is not None else math.nan,
+         "is_winner": winner is not None and r is winner, "failed": id(r) not in ok_ids}
+        for r in sorted(g["runs"], key=lambda r: (r["median_us"] if math.isfinite(r["median_us"]) else math.inf,
+                                                  r["config"]))
+    ]
+
+
+def autotune_tables(res: Results, kernel: str) -> tuple[Table, Table]:
+    """The winner of each autotuned case, and every config timed (the winner starred)."""
+    groups = _autotune_groups(res.autotune.get(kernel, []))
+    win = table_of(AUTOTUNE_WINNER_COLUMNS, groups, lambda g: "best" if g["winner"] else "bad")
+    runs = [r for g in groups for r in _autotune_runs(g)]
+    full = table_of(AUTOTUNE_RUN_COLUMNS, runs,
+                    lambda r: "best" if r["is_winner"] else ("bad" if r["failed"] else ""))
     return win, full

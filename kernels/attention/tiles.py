@@ -102,6 +102,30 @@ def program_block(stride_bh, BLOCK: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DI
 
 
 @triton.jit
+def query_block(stride_bh, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                HEAD_DIM: tl.constexpr):
+    """What a forward program (m, head) works on: (m, head, the head's base offset, its BLOCK_M query
+    rows, the BLOCK_N offsets of a key block, the head_dim offsets, which of them are inside head_dim)."""
+    start_m = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64)
+    base = head * stride_bh
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    return start_m, head, base, rows, offs_n, offs_d, offs_d < HEAD_DIM
+
+
+@triton.jit
+def key_scores(q, k_ptr, base, rows, start_n, offs_n, offs_d, d_ok, seq, stride_s, scale, CAUSAL: tl.constexpr):
+    """The key block at start_n against the queries q: (its positions, the scores q k^T times scale,
+    which of them a query sees)."""
+    cols = start_n + offs_n
+    kt = load_cols(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
+    s = tl.dot(q, kt) * scale
+    return cols, s, visible(rows, cols, seq, CAUSAL)
+
+
+@triton.jit
 def exp2_update(s, m_i, l_i):
     """One key block of the online softmax in base 2: (p = 2^(s - m'), the factor 2^(m - m') that
     rescales what came before, the new row maxima m', the new row sums)."""

@@ -11,8 +11,8 @@ import triton.language as tl
 
 from kernellab.kit import launch, step, triton_type
 
-from ..tiles import block_d, flat, load_rows, program_block, scale_of, store_rows, tile_specs
-from .fa2 import bwd_tiles, kernel_tiles, save
+from ..tiles import block_d, flat, load_rows, scale_of, store_rows, tile_specs
+from .fa2 import bwd_tiles, dkdv_block, kernel_tiles, key_block, save
 
 
 @triton.jit
@@ -22,14 +22,8 @@ def atomic_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr, dk_ptr, d
     """dk, dv of the BLOCK_N keys of program (n, head), and their share of dq (fp32, atomics): for each
     query block that sees them, delta = rowsum(dO o), P^T from the log-sum-exp, dv += P^T dO,
     dS^T = P^T (v dO^T - delta), dk += dS^T q, dq += scale dS k."""
-    start_n, head, base, cols, offs_d, d_ok = program_block(stride_bh, BLOCK_N, BLOCK_D, HEAD_DIM)
-    offs_m = tl.arange(0, BLOCK_M)
-    k = load_rows(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
-    v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
-    dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
-    dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
-    qk_scale = scale * 1.4426950408889634
-    lo = start_n * BLOCK_N if CAUSAL else 0
+    head, base, cols, offs_d, d_ok, offs_m, k, v, dk, dv, qk_scale, lo = key_block(
+        k_ptr, v_ptr, seq, scale, stride_bh, stride_s, CAUSAL, HEAD_DIM, BLOCK_D, BLOCK_M, BLOCK_N)
     for start_m in range(lo, seq, BLOCK_M):
         rows = start_m + offs_m
         row_ok = rows < seq
@@ -40,13 +34,7 @@ def atomic_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr, dk_ptr, d
         o = load_rows(o_ptr, base, rows, offs_d, d_ok, seq, stride_s)
         delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
         lse = tl.load(lse_ptr + head * seq + rows, mask=row_ok, other=0.0) * 1.4426950408889634
-        ok = row_ok[None, :] & (cols[:, None] < seq)
-        if CAUSAL:
-            ok = ok & (rows[None, :] >= cols[:, None])
-        pt = tl.where(ok, tl.math.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :]), 0.0)
-        dv += tl.dot(pt.to(do.dtype), do)
-        dst = pt * (tl.dot(v, tl.trans(do)) - delta[None, :])
-        dk += tl.dot(dst.to(q.dtype), q)
+        dk, dv, dst = dkdv_block(k, v, q, do, lse, delta, rows, row_ok, cols, seq, qk_scale, dk, dv, CAUSAL)
         dq = tl.dot(tl.trans(dst).to(k.dtype), k) * scale
         tl.atomic_add(dq_ptr + at, dq, mask=qo_mask, sem="relaxed")
     store_rows(dk_ptr, base, cols, offs_d, d_ok, seq, stride_s, dk * scale)

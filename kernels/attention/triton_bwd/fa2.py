@@ -31,12 +31,12 @@ def delta_kernel(o_ptr, do_ptr, delta_ptr, seq, stride_bh, stride_s, HEAD_DIM: t
 
 
 @triton.jit
-def dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, seq, scale, stride_bh, stride_s,
-                CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
-                BLOCK_N: tl.constexpr):
-    """dk and dv of the BLOCK_N keys of program (n, head): over the query blocks that see them (causal:
-    from the block's first key on), P^T = exp2(k q^T scale log2 e - lse log2 e), dv += P^T dO,
-    dS^T = P^T (v dO^T - delta), dk += dS^T q; dk times the scale at the end."""
+def key_block(k_ptr, v_ptr, seq, scale, stride_bh, stride_s, CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr,
+              BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """What a program (n, head) over a key block starts from: program_block's (head, base offset, key
+    positions, head_dim offsets and mask), the query offsets of a block, the keys' k and v, the dk and
+    dv accumulators, the scale times log2 e, and the first query that sees the keys (causal: the
+    block's first key; else 0)."""
     start_n, head, base, cols, offs_d, d_ok = program_block(stride_bh, BLOCK_N, BLOCK_D, HEAD_DIM)
     offs_m = tl.arange(0, BLOCK_M)
     k = load_rows(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
@@ -45,6 +45,32 @@ def dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
     dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     qk_scale = scale * 1.4426950408889634
     lo = start_n * BLOCK_N if CAUSAL else 0  # earlier queries do not see these keys
+    return head, base, cols, offs_d, d_ok, offs_m, k, v, dk, dv, qk_scale, lo
+
+
+@triton.jit
+def dkdv_block(k, v, q, do, lse, delta, rows, row_ok, cols, seq, qk_scale, dk, dv, CAUSAL: tl.constexpr):
+    """One query block's share of the keys' gradients: P^T from the log-sum-exp (base 2), dv += P^T dO,
+    dS^T = P^T (v dO^T - delta), dk += dS^T q. Returns (dk, dv, dS^T)."""
+    ok = row_ok[None, :] & (cols[:, None] < seq)
+    if CAUSAL:
+        ok = ok & (rows[None, :] >= cols[:, None])
+    pt = tl.where(ok, tl.math.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :]), 0.0)
+    dv += tl.dot(pt.to(do.dtype), do)
+    dst = pt * (tl.dot(v, tl.trans(do)) - delta[None, :])
+    dk += tl.dot(dst.to(q.dtype), q)
+    return dk, dv, dst
+
+
+@triton.jit
+def dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, seq, scale, stride_bh, stride_s,
+                CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr):
+    """dk and dv of the BLOCK_N keys of program (n, head): over the query blocks that see them (causal:
+    from the block's first key on), P^T = exp2(k q^T scale log2 e - lse log2 e), dv += P^T dO,
+    dS^T = P^T (v dO^T - delta), dk += dS^T q; dk times the scale at the end."""
+    head, base, cols, offs_d, d_ok, offs_m, k, v, dk, dv, qk_scale, lo = key_block(
+        k_ptr, v_ptr, seq, scale, stride_bh, stride_s, CAUSAL, HEAD_DIM, BLOCK_D, BLOCK_M, BLOCK_N)
     for start_m in range(lo, seq, BLOCK_M):
         rows = start_m + offs_m
         row_ok = rows < seq
@@ -52,13 +78,7 @@ def dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
         do = load_rows(do_ptr, base, rows, offs_d, d_ok, seq, stride_s)
         lse = tl.load(lse_ptr + head * seq + rows, mask=row_ok, other=0.0) * 1.4426950408889634
         delta = tl.load(delta_ptr + head * seq + rows, mask=row_ok, other=0.0)
-        ok = row_ok[None, :] & (cols[:, None] < seq)
-        if CAUSAL:
-            ok = ok & (rows[None, :] >= cols[:, None])
-        pt = tl.where(ok, tl.math.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :]), 0.0)
-        dv += tl.dot(pt.to(do.dtype), do)
-        dst = pt * (tl.dot(v, tl.trans(do)) - delta[None, :])
-        dk += tl.dot(dst.to(q.dtype), q)
+        dk, dv, _ = dkdv_block(k, v, q, do, lse, delta, rows, row_ok, cols, seq, qk_scale, dk, dv, CAUSAL)
     store_rows(dk_ptr, base, cols, offs_d, d_ok, seq, stride_s, dk * scale)
     store_rows(dv_ptr, base, cols, offs_d, d_ok, seq, stride_s, dv)
 

@@ -11,7 +11,7 @@ import triton.language as tl
 
 from kernellab.kit import step
 
-from ..tiles import exp2_update, forward_specs, launch_forward, load_cols, load_rows, visible
+from ..tiles import exp2_update, forward_specs, launch_forward, load_cols, load_rows, query_block, visible
 
 
 @triton.jit
@@ -38,13 +38,7 @@ def fa2_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, seq, scale, stride_bh, strid
     """o and the natural log-sum-exp of the BLOCK_M queries of program (m, head). Causal: the blocks
     left of the query block's first row unmasked, then those up to its last row masked (BLOCK_M is a
     multiple of BLOCK_N); not causal: every block but the ragged last unmasked."""
-    start_m = tl.program_id(0)
-    head = tl.program_id(1).to(tl.int64)
-    base = head * stride_bh
-    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    d_ok = offs_d < HEAD_DIM
+    start_m, head, base, rows, offs_n, offs_d, d_ok = query_block(stride_bh, BLOCK_M, BLOCK_N, BLOCK_D, HEAD_DIM)
     q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
     qk_scale = scale * 1.4426950408889634  # log2(e): exp(x) = exp2(x log2 e), one multiply for both
     m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)

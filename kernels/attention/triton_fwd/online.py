@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kernellab.kit import step
 
-from ..tiles import forward_specs, launch_forward, load_cols, load_rows, store_rows, visible
+from ..tiles import forward_specs, key_scores, launch_forward, load_rows, query_block, store_rows
 
 
 @triton.jit
@@ -20,22 +20,14 @@ def online_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, stride_bh, stride_s, C
                   HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """o of the BLOCK_M queries of program (m, head) in one pass: for each key block, m' = max(m, max s),
     l' = l e^(m - m') + sum e^(s - m'), o' = (o l e^(m - m') + e^(s - m') v) / l'."""
-    start_m = tl.program_id(0)
-    base = tl.program_id(1).to(tl.int64) * stride_bh
-    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    d_ok = offs_d < HEAD_DIM
+    start_m, head, base, rows, offs_n, offs_d, d_ok = query_block(stride_bh, BLOCK_M, BLOCK_N, BLOCK_D, HEAD_DIM)
     q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
     # -1e30, not -inf: a row whose first blocks are all masked keeps e^(m - m') finite (no inf - inf)
     m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     for start_n in range(0, seq, BLOCK_N):
-        cols = start_n + offs_n
-        kt = load_cols(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
-        s = tl.dot(q, kt) * scale
-        ok = visible(rows, cols, seq, CAUSAL)
+        cols, s, ok = key_scores(q, k_ptr, base, rows, start_n, offs_n, offs_d, d_ok, seq, stride_s, scale, CAUSAL)
         s = tl.where(ok, s, -1.0e30)
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp(m_i - m_new)

@@ -11,7 +11,7 @@ import triton.language as tl
 
 from kernellab.kit import step
 
-from ..tiles import forward_specs, launch_forward, load_cols, load_rows, store_rows, visible
+from ..tiles import forward_specs, key_scores, launch_forward, load_rows, query_block, store_rows
 
 
 @triton.jit
@@ -19,28 +19,17 @@ def two_pass_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, stride_bh, stride_s,
                     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """o of the BLOCK_M queries of program (m, head): pass 1 the maximum of each row's scores, pass 2
     sum(exp(s - max)) and exp(s - max) v, divided at the end."""
-    start_m = tl.program_id(0)
-    base = tl.program_id(1).to(tl.int64) * stride_bh
-    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    d_ok = offs_d < HEAD_DIM
+    start_m, head, base, rows, offs_n, offs_d, d_ok = query_block(stride_bh, BLOCK_M, BLOCK_N, BLOCK_D, HEAD_DIM)
     q = load_rows(q_ptr, base, rows, offs_d, d_ok, seq, stride_s)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     for start_n in range(0, seq, BLOCK_N):
-        cols = start_n + offs_n
-        kt = load_cols(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
-        s = tl.dot(q, kt) * scale
-        ok = visible(rows, cols, seq, CAUSAL)
+        cols, s, ok = key_scores(q, k_ptr, base, rows, start_n, offs_n, offs_d, d_ok, seq, stride_s, scale, CAUSAL)
         s = tl.where(ok, s, float("-inf"))
         m_i = tl.maximum(m_i, tl.max(s, 1))
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     for start_n in range(0, seq, BLOCK_N):
-        cols = start_n + offs_n
-        kt = load_cols(k_ptr, base, cols, offs_d, d_ok, seq, stride_s)
-        s = tl.dot(q, kt) * scale
-        ok = visible(rows, cols, seq, CAUSAL)
+        cols, s, ok = key_scores(q, k_ptr, base, rows, start_n, offs_n, offs_d, d_ok, seq, stride_s, scale, CAUSAL)
         p = tl.where(ok, tl.exp(s - m_i[:, None]), 0.0)
         l_i += tl.sum(p, 1)
         v = load_rows(v_ptr, base, cols, offs_d, d_ok, seq, stride_s)
