@@ -108,6 +108,29 @@ def test_a_family_whose_every_case_is_wrong_beside_good_ones(tmp_path):
     assert "relative error 0.5" in (stage / "report.html").read_text()
 
 
+def test_a_wrong_result_on_a_shape_only_checked_is_a_failure_of_the_run(tmp_path):
+    """A shape the benchmark does not time (rows no multiple of a tile) has no summary row: its
+    failed check still fails the run, in the closing summary and the report's Failures."""
+    wrong = "relative error 0.5 above the fp32 tolerance 1e-05"
+
+    def edit(kernel, kind, df):
+        if kernel == "gelu" and kind == "check":
+            timed = set(pd.read_csv(REF / "bench" / "gelu.csv", keep_default_na=False)["shape"].astype(str))
+            only = (df["impl_key"] == "triton") & ~df["shape"].astype(str).isin(timed)
+            assert only.any()
+            df.loc[only, ["status", "reason"]] = ["failed", wrong]
+        return df
+
+    stage = _set(tmp_path, edit)
+    summary = pd.read_csv(stage / "summary.csv", keep_default_na=False)
+    triton = summary[(summary["kernel"] == "gelu") & (summary["impl_key"] == "triton")]
+    assert len(triton) and (triton["status"] == "ok").all()  # its timed cases are right
+    text, clean = closing(stage.parent, ["cpu-x86_64"])
+    assert not clean and "failed on a shape only checked: gelu triton (" in text and wrong in text
+    page = html.unescape((stage / "report.html").read_text())
+    assert "failed (a shape only checked)" in page and wrong in page
+
+
 def test_a_family_without_rows_and_a_dtype_without_rows(tmp_path):
     def edit(kernel, kind, df):
         if kernel == "vector_add":

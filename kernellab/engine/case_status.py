@@ -14,3 +14,15 @@ def failure_status(status: str, check_status: str) -> str:
     if status != "ok":
         return status
     return "incorrect" if check_status == "failed" else f"check {check_status}"
+
+
+def check_only_failures(checks, summary) -> list[dict]:
+    """The check rows (any seed) that did not pass on a case the benchmark does not time: a shape
+    only checked (rows no multiple of a tile, one element). The summary has no row for such a case,
+    so without this a wrong result there would go unseen. ``checks`` and ``summary``: iterables of
+    row dicts (kernel, impl_key, shape, dtype, params, status, reason)."""
+    def key(r):
+        return tuple(str(r.get(k, "")) for k in ("kernel", "impl_key", "shape", "dtype", "params"))
+
+    timed = {key(r) for r in summary}
+    return [r for r in checks if r.get("status") not in ("ok", *ABSENT) and key(r) not in timed]

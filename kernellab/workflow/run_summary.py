@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernellab.engine.case_status import ABSENT, failure_status
+from kernellab.engine.case_status import ABSENT, check_only_failures, failure_status
 from kernellab.io import read_json
 
 MAX_GROUPS = 12  # failure lines per set; the report's failure table has them all
@@ -30,6 +30,21 @@ def _failure_lines(df: pd.DataFrame) -> list[str]:
     if len(lines) > MAX_GROUPS:
         lines[MAX_GROUPS:] = [f"    ... and {len(lines) - MAX_GROUPS} more (the report's Failures table)"]
     return lines
+
+
+def _check_only_lines(check_dir: Path, summary: pd.DataFrame) -> list[str]:
+    """One line per kernel, implementation and reason that failed a check on a shape only checked
+    (no summary row holds it), naming its cases."""
+    frames = [pd.read_csv(p, keep_default_na=False, dtype=str) for p in sorted(check_dir.glob("*.csv"))
+              if p.read_text().strip()]  # a job that wrote no row writes an empty table
+    rows = pd.concat(frames).to_dict("records") if frames else []
+    groups: dict[tuple, list[str]] = {}
+    for r in check_only_failures(rows, summary.astype(str).to_dict("records")):
+        case = f"{r['dtype']} {r['shape']}" + (f" {r['params']}" if r["params"] else "")
+        cases = groups.setdefault((r["kernel"], r["impl_key"], r["status"], r["reason"]), [])
+        cases += [case] if case not in cases else []
+    return [f"    {status} on a shape only checked: {kernel} {key} ({', '.join(cases)}): {reason}"
+            for (kernel, key, status, reason), cases in sorted(groups.items())]
 
 
 def closing(results: str | Path, sets, skipped: dict[str, str] | None = None) -> tuple[str, bool]:
@@ -54,6 +69,9 @@ def closing(results: str | Path, sets, skipped: dict[str, str] | None = None) ->
         clean = clean and failed == 0
         lines.append(f"  {name}: {len(df)} cases: {ok} ok, {failed} failed, {absent} unavailable here")
         lines += _failure_lines(df)
+        unseen = _check_only_lines(summary.parent / "check", df)
+        clean = clean and not unseen
+        lines += unseen
         lines.append(f"    report: {summary.parent / 'report.html'}   log: {summary.parent / 'KERNEL_LOG.md'}")
     for family, why in sorted(skipped.items()):
         lines.append(f"  family {family!r} skipped: it did not load: {why}")
