@@ -54,12 +54,11 @@ def atomic(out, dy, saved, q, k, v, causal=False):
     dq, dk, dv = out
     o, lse = saved
     b, h, s, d = q.shape
-    t = bwd_tiles(d)
-    bm, bn = t["dkdv"]
+    bm, bn, warps, stages = bwd_tiles(d)["dkdv"]
     fq = flat(q)
     dq32 = torch.zeros((b * h, s, d), dtype=torch.float32, device=q.device)
     launch(atomic_kernel, (triton.cdiv(s, bn), b * h), fq, flat(k), flat(v), flat(o), flat(dy), lse, dq32, flat(dk),
            flat(dv), s, scale_of(q), fq.stride(0), fq.stride(1), CAUSAL=bool(causal), HEAD_DIM=d, BLOCK_D=block_d(d),
-           BLOCK_M=bm, BLOCK_N=bn, num_warps=t["num_warps"], num_stages=t["num_stages"])
+           BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages)
     dq.copy_(dq32.view(b, h, s, d))
     return dq, dk, dv

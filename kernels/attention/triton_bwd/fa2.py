@@ -112,22 +112,18 @@ def dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, seq, scal
     store_rows(dq_ptr, base, rows, offs_d, d_ok, seq, stride_s, dq * scale)
 
 
-def kernel_tiles(kind: str):
-    """``tiles.tile_specs``' tiles of the ``kind`` (dkdv or dq) kernel: (BLOCK_M, BLOCK_N, warps, stages)."""
-    def of(head_dim: int):
-        t = bwd_tiles(head_dim)
-        return (*t[kind], t["num_warps"], t["num_stages"])
-
-    return of
+def kernel_tiles(kind: str, tiles=None):
+    """``tiles.tile_specs``' tiles of the ``kind`` (dkdv or dq) kernel under the table ``tiles`` (head_dim ->
+    {kind: (BLOCK_M, BLOCK_N, warps, stages)}; default this step's ``bwd_tiles``)."""
+    return lambda head_dim: (tiles or bwd_tiles)(head_dim)[kind]
 
 
 def bwd_tiles(head_dim: int) -> dict:
-    """(BLOCK_M, BLOCK_N) of the dk/dv kernel (few queries, many keys: the accumulators are the keys')
-    and of the dq kernel (the other way round), warps, stages: two fp32 accumulators of BLOCK_N x
-    head_dim must stay in registers, so fewer keys at head_dim 128."""
-    wide = head_dim > 64
-    return {"dkdv": (32, 64 if wide else 128), "dq": (64 if wide else 128, 32), "num_warps": 4 if not wide else 8,
-            "num_stages": 2}
+    """(BLOCK_M, BLOCK_N, warps, stages) of the dk/dv kernel (few queries, many keys: the accumulators are
+    the keys') and of the dq kernel (the other way round): two fp32 accumulators of BLOCK_N x head_dim must
+    stay in registers, so fewer keys at head_dim 128."""
+    warps = 4 if head_dim <= 64 else 8
+    return {"dkdv": (32, 128 if head_dim <= 64 else 64, warps, 2), "dq": (128 if head_dim <= 64 else 64, 32, warps, 2)}
 
 
 def save(q, k, v, causal=False):
@@ -143,35 +139,42 @@ def _sig(dtype: str, kind: str) -> dict:
     return {**sig, "seq": "i32", "scale": "fp32", "stride_bh": "i32", "stride_s": "i32"}
 
 
-def specs(dtype: str):
-    out = [spec for kind, kernel in (("dkdv", dkdv_kernel), ("dq", dq_kernel))
-           for spec in tile_specs(kernel, _sig(dtype, kind), kernel_tiles(kind), label=f"{kind}, ")]
-    ty = triton_type(dtype)
-    out.append(CompileSpec(delta_kernel, {"o_ptr": f"*{ty}", "do_ptr": f"*{ty}", "delta_ptr": "*fp32", "seq": "i32",
-                                          "stride_bh": "i32", "stride_s": "i32"},
-                           {"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_M": 64}, num_warps=4,
-                           label="delta, head_dim=128", divisible=("seq", "stride_bh", "stride_s")))
-    return out
+def specs_of(tiles):
+    """The compile specs of the three kernels launched with the tile table ``tiles``."""
+    def specs(dtype: str):
+        out = [spec for kind, kernel in (("dkdv", dkdv_kernel), ("dq", dq_kernel))
+               for spec in tile_specs(kernel, _sig(dtype, kind), kernel_tiles(kind, tiles), label=f"{kind}, ")]
+        ty = triton_type(dtype)
+        out.append(CompileSpec(delta_kernel, {"o_ptr": f"*{ty}", "do_ptr": f"*{ty}", "delta_ptr": "*fp32",
+                                              "seq": "i32", "stride_bh": "i32", "stride_s": "i32"},
+                               {"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_M": 64}, num_warps=4,
+                               label="delta, head_dim=128", divisible=("seq", "stride_bh", "stride_s")))
+        return out
+
+    return specs
 
 
-@step(pass_="backward", save=save, compile_specs=specs)
-def fa2(out, dy, saved, q, k, v, causal=False):
+def backward(out, dy, saved, q, k, v, causal, tiles):
+    """delta, then dk and dv, then dq, each kernel with its tiles of the table ``tiles``."""
     dq, dk, dv = out
     o, lse = saved
     b, h, s, d = q.shape
-    t = bwd_tiles(d)
     bd = block_d(d)
     fq, fk, fv, fdo = flat(q), flat(k), flat(v), flat(dy)
     sbh, ss = fq.stride(0), fq.stride(1)
     delta = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
     launch(delta_kernel, (triton.cdiv(s, 64), b * h), flat(o), fdo, delta, s, sbh, ss, HEAD_DIM=d, BLOCK_D=bd,
            BLOCK_M=64)
-    common = {"CAUSAL": bool(causal), "HEAD_DIM": d, "BLOCK_D": bd, "num_warps": t["num_warps"],
-              "num_stages": t["num_stages"]}
-    bm, bn = t["dkdv"]
+    common = {"CAUSAL": bool(causal), "HEAD_DIM": d, "BLOCK_D": bd}
+    bm, bn, warps, stages = tiles(d)["dkdv"]
     launch(dkdv_kernel, (triton.cdiv(s, bn), b * h), fq, fk, fv, fdo, lse, delta, flat(dk), flat(dv), s,
-           scale_of(q), sbh, ss, BLOCK_M=bm, BLOCK_N=bn, **common)
-    bm, bn = t["dq"]
+           scale_of(q), sbh, ss, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages, **common)
+    bm, bn, warps, stages = tiles(d)["dq"]
     launch(dq_kernel, (triton.cdiv(s, bm), b * h), fq, fk, fv, fdo, lse, delta, flat(dq), s, scale_of(q), sbh, ss,
-           BLOCK_M=bm, BLOCK_N=bn, **common)
+           BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages, **common)
     return dq, dk, dv
+
+
+@step(pass_="backward", save=save, compile_specs=specs_of(bwd_tiles))
+def fa2(out, dy, saved, q, k, v, causal=False):
+    return backward(out, dy, saved, q, k, v, causal, bwd_tiles)
