@@ -1,12 +1,8 @@
 # the names this job runs, not the module: its code stamp follows them only (kernellab.workflow.imports)
-from kernellab.workflow.pipeline import job, measure
+from kernellab.workflow.pipeline import measure
+from kernellab.workflow.scripted import job_of
 
-with job(
-    snakemake.log[0],
-    gpu=snakemake.resources.get("gpu", 0),
-    bytecode=snakemake.params.bytecode,
-    **snakemake.params.env,
-):
+with job_of(snakemake):
     measure(
         snakemake.params.config,
         snakemake.wildcards.kernel,

@@ -1,12 +1,8 @@
 # the names this job runs, not the module: its code stamp follows them only (kernellab.workflow.imports)
-from kernellab.workflow.pipeline import job, ncu
+from kernellab.workflow.pipeline import ncu
+from kernellab.workflow.scripted import job_of
 
-with job(
-    snakemake.log[0],
-    gpu=snakemake.resources.get("gpu", 0),
-    bytecode=snakemake.params.bytecode,
-    **snakemake.params.env,
-):
+with job_of(snakemake):
     ncu(
         snakemake.params.config,
         snakemake.params.kernels,

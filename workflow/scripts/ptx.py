@@ -1,10 +1,6 @@
 # the names this job runs, not the module: its code stamp follows them only (kernellab.workflow.imports)
-from kernellab.workflow.pipeline import job, ptx
+from kernellab.workflow.pipeline import ptx
+from kernellab.workflow.scripted import job_of
 
-with job(
-    snakemake.log[0],
-    gpu=snakemake.resources.get("gpu", 0),
-    bytecode=snakemake.params.bytecode,
-    **snakemake.params.env,
-):
+with job_of(snakemake):
     ptx(snakemake.params.config, snakemake.params.kernels, snakemake.input.build, [snakemake.output.index])
