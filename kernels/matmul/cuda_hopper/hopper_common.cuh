@@ -27,6 +27,13 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// The dynamic shared memory from its first 1024-byte boundary on: the 128-byte swizzle repeats every
+// 1024 bytes, so each swizzled tile starts on one.
+template <typename T>
+__device__ __forceinline__ T* swizzle_aligned(unsigned char* raw) {
+  return reinterpret_cast<T*>(raw + ((1024 - (smem_u32(raw) & 1023)) & 1023));
+}
+
 // ---- Ampere: cp.async (PTX 9.7.9.25), ldmatrix (9.7.14.5.15), mma.sync m16n8k16 (9.7.14.5.8)
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(smem)), "l"(gmem) : "memory");
@@ -295,3 +302,18 @@ int launch_tma_gemm(Kernel kernel, const __nv_bfloat16* A, const __nv_bfloat16* 
 }
 
 }  // namespace
+
+// A TMA step's host side: its launcher (launch_tma_gemm with the tiles of the step's namespace NS) and
+// its row of the hgemm step table, under the step's name.
+#define KL_HGEMM_TMA_STEP(name, NS, kernel)                                                                     \
+  namespace kl {                                                                                                \
+  namespace {                                                                                                   \
+  int launch_##name(const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N, int K,    \
+                    cudaStream_t stream) {                                                                      \
+    return launch_tma_gemm<NS::BM, NS::BN, NS::kThreads, NS::kSmem>(kernel<__nv_bfloat16>, A, Bt, C, M, N, K,  \
+                                                                    stream);                                    \
+  }                                                                                                             \
+  constexpr HgemmStepInfo name{NS::BM, NS::BN, NS::BK, &launch_##name};                                        \
+  }                                                                                                             \
+  KL_STEP(hgemm, name);                                                                                         \
+  }

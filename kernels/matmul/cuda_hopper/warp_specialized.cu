@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(ws::kThreads, 1)
   using namespace kl::hopper;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full[kStages], empty[kStages];
-  T* smem = reinterpret_cast<T*>(smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023));
+  T* smem = swizzle_aligned<T>(smem_raw);
   T* sA = smem;                      // [stage][BM rows][BK], 128-byte swizzle
   T* sB = smem + kStages * kTileA;   // [stage][BN rows][BK]
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
@@ -88,17 +88,4 @@ __global__ void __launch_bounds__(ws::kThreads, 1)
 #endif
 }
 
-namespace kl {
-namespace {
-
-int launch_warp_specialized(const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N, int K,
-                            cudaStream_t stream) {
-  return launch_tma_gemm<ws::BM, ws::BN, ws::kThreads, ws::kSmem>(
-      hgemm_warp_specialized<__nv_bfloat16>, A, Bt, C, M, N, K, stream);
-}
-
-constexpr HgemmStepInfo warp_specialized{ws::BM, ws::BN, ws::BK, &launch_warp_specialized};
-
-}  // namespace
-KL_STEP(hgemm, warp_specialized);
-}  // namespace kl
+KL_HGEMM_TMA_STEP(warp_specialized, ws, hgemm_warp_specialized)

@@ -31,8 +31,7 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
   using namespace kl::hopper;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full[kStages];
-  // the 128-byte swizzle repeats every 1024 bytes: each tile starts on such a boundary
-  T* smem = reinterpret_cast<T*>(smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023));
+  T* smem = swizzle_aligned<T>(smem_raw);
   T* sA = smem;                      // [stage][BM rows][BK]
   T* sB = smem + kStages * kTileA;   // [stage][BN rows][BK]
   const int tid = threadIdx.x;
@@ -86,17 +85,4 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
 #endif
 }
 
-namespace kl {
-namespace {
-
-int launch_wgmma(const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N, int K,
-                 cudaStream_t stream) {
-  return launch_tma_gemm<wg::BM, wg::BN, wg::kThreads, wg::kSmem>(
-      hgemm_wgmma<__nv_bfloat16>, A, Bt, C, M, N, K, stream);
-}
-
-constexpr HgemmStepInfo wgmma{wg::BM, wg::BN, wg::BK, &launch_wgmma};
-
-}  // namespace
-KL_STEP(hgemm, wgmma);
-}  // namespace kl
+KL_HGEMM_TMA_STEP(wgmma, wg, hgemm_wgmma)
