@@ -198,8 +198,8 @@ def test_persistent_sums_more_partials_than_a_tree_block(monkeypatch):
     over the programs' axis still sums every partial row."""
     from kernellab.engine.testing import check_backward
 
-    from .triton_bwd import persistent
+    from .triton_bwd import partials
 
-    monkeypatch.setattr(persistent, "sm_count", lambda device: 9)
+    monkeypatch.setattr(partials, "sm_count", lambda device: 9)  # the steps' programs_of
     row = check_backward(fam, fam.impls["triton@persistent.bwd"], (20, 1000), "fp32")
     assert row["status"] == "ok", row["reason"]

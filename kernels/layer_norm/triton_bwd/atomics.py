@@ -8,9 +8,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.kit import launch, row_shape, step
+from kernellab.kit import launch, step
 
-from .partials import row_backward, row_warps, statistics
+from .partials import row_backward, row_warps, statistics, unpacked
 
 
 @triton.jit
@@ -28,10 +28,7 @@ def layer_norm_bwd_atomic_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, dx_pt
 
 @step(ladder="triton_bwd", pass_="backward", save=statistics)
 def atomics(out, dy, saved, x, w, b):
-    dx, dw, db = out
-    mean, rstd = saved
-    rows, cols = row_shape("layer_norm", x, dx, dy)
-    block = triton.next_power_of_2(cols)
+    (dx, dw, db), (mean, rstd), rows, cols, block = unpacked(out, saved, x, dy)
     acc = torch.zeros((2, cols), dtype=torch.float32, device=x.device)  # dw's and db's fp32 rows
     launch(layer_norm_bwd_atomic_kernel, (rows,), x, dy, w, mean, rstd, dx, acc[0], acc[1], rows, cols, x.stride(0),
            BLOCK_COLS=block, num_warps=row_warps(block))

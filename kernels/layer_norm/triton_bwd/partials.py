@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.kit import launch, step
+from kernellab.kit import launch, row_shape, step
 from kernellab.kit.partials import sm_count, sum_partials_kernel
 
 EPS = 1e-5
@@ -66,18 +66,22 @@ def row_warps(block: int) -> int:
     return 4 if block <= 2048 else 8 if block <= 8192 else 16
 
 
-def programs_of(rows: int, device) -> int:
-    """Programs of the first kernel: four per SM (each writes one partial row of dw and db, so
-    fewer programs mean less second-stage traffic)."""
-    return max(1, min(rows, 4 * sm_count(device)))
+def programs_of(rows: int, device, per_sm: int = 4) -> int:
+    """Programs of the first kernel: ``per_sm`` per SM (each writes one partial row of dw and db, so
+    fewer programs mean less second-stage traffic), at most one per row."""
+    return max(1, min(rows, per_sm * sm_count(device)))
+
+
+def unpacked(out, saved, x, dy):
+    """What each step starts from: (dx, dw, db), (mean, rstd), x's rows and columns (checked against
+    dx's and dy's: ``kit.row_shape``) and the power of two of columns a program holds."""
+    rows, cols = row_shape("layer_norm", x, out[0], dy)
+    return out, saved, rows, cols, triton.next_power_of_2(cols)
 
 
 @step(ladder="triton_bwd", pass_="backward", save=statistics)
 def partials(out, dy, saved, x, w, b):
-    dx, dw, db = out
-    mean, rstd = saved
-    rows, cols = x.shape
-    block = triton.next_power_of_2(cols)
+    (dx, dw, db), (mean, rstd), rows, cols, block = unpacked(out, saved, x, dy)
     programs = programs_of(rows, x.device)
     per_program = triton.cdiv(rows, programs)
     dw_part = torch.empty((programs, cols), dtype=torch.float32, device=x.device)

@@ -9,10 +9,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernellab.kit import launch, row_shape, step
-from kernellab.kit.partials import sm_count
+from kernellab.kit import launch, step
 
-from .partials import row_backward, row_warps, statistics
+from .partials import programs_of, row_backward, row_warps, statistics, unpacked
 
 
 @triton.jit
@@ -52,18 +51,10 @@ def sum_tree_kernel(part_ptr, dw_ptr, db_ptr, n_parts, n_cols, BLOCK_PARTS: tl.c
     tl.store(db_ptr + cols, db.to(db_ptr.dtype.element_ty), mask=col_ok)
 
 
-def programs_of(rows: int, device) -> int:
-    """One program per SM."""
-    return max(1, min(rows, sm_count(device)))
-
-
 @step(ladder="triton_bwd", pass_="backward", save=statistics)
 def persistent(out, dy, saved, x, w, b):
-    dx, dw, db = out
-    mean, rstd = saved
-    rows, cols = row_shape("layer_norm", x, dx, dy)
-    block = triton.next_power_of_2(cols)
-    programs = programs_of(rows, x.device)
+    (dx, dw, db), (mean, rstd), rows, cols, block = unpacked(out, saved, x, dy)
+    programs = programs_of(rows, x.device, per_sm=1)  # one program per SM
     part = torch.empty((2 * programs, cols), dtype=torch.float32, device=x.device)  # dw, db of each program
     launch(layer_norm_bwd_persistent_kernel, (programs,), x, dy, w, mean, rstd, dx, part, rows, cols, x.stride(0),
            BLOCK_COLS=block, num_warps=row_warps(block))
