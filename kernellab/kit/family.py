@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernellab.errors import FamilyError
+from kernellab.passes import BACKWARD_PASSES, PASSES, pass_key
 
 # kind -> backend: liger, quack and fa4 are other libraries' kernels beside ours (kernellab.kit.peers)
 BACKEND_OF = {"torch_naive": "torch", "torch_fused": "torch", "cuda": "cuda", "triton": "triton",
@@ -31,12 +32,6 @@ BACKEND_OF = {"torch_naive": "torch", "torch_fused": "torch", "cuda": "cuda", "t
 IMPL_KINDS = tuple(BACKEND_OF)
 BACKENDS = tuple(dict.fromkeys(BACKEND_OF.values()))
 STEP_MARK = "__kernellab_step__"
-# the passes a case can time: the forward, the backward alone (its forward, which makes the saved
-# state, runs outside the timed region), or both as one call
-PASSES = ("forward", "backward", "forward+backward")
-BACKWARD_PASSES = PASSES[1:]
-# what an implementation key of a pass ends with: keys stay unique within a family across passes
-PASS_SUFFIX = {"forward": "", "backward": ".bwd", "forward+backward": ".fwdbwd"}
 
 # set by the loader (kernellab.engine.registry.load) while it imports family folders: family
 # name -> that family's package, loaded first
@@ -125,7 +120,7 @@ class Impl:
     def key(self) -> str:
         """Unique id inside the family: ``impl`` or ``impl@step``, and for a backward pass
         ``.bwd`` (``.fwdbwd`` for forward+backward) after it."""
-        return (f"{self.impl}@{self.step}" if self.step else self.impl) + PASS_SUFFIX.get(self.pass_, "")
+        return pass_key(f"{self.impl}@{self.step}" if self.step else self.impl, self.pass_)
 
     @property
     def backward(self) -> bool:

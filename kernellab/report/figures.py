@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from kernellab.engine import isolate
+from kernellab.passes import PASSES
 from kernellab.report import fmt, plot_kernel, plot_roofline
 from kernellab.report.fmt import html_id
 from kernellab.report.load import Results
@@ -16,7 +17,7 @@ from kernellab.report.model import (
 from kernellab.report.views import Image
 
 # a case's pass, in the order the report shows them (summary.schema.yaml's enum)
-PASS_ORDER = ("forward", "backward", "forward+backward")
+PASS_ORDER = PASSES
 
 
 def _panel_key(r: dict) -> tuple[str, str, str, int]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from kernellab import rows
 from kernellab.errors import FamilyError
 from kernellab.ladder_file import current_name, ladder_texts
+from kernellab.passes import BACKWARD_PASSES, PASS_SUFFIX
 from kernellab.rows import to_bool, to_float
 
 csv.field_size_limit(1 << 24)
@@ -238,7 +239,7 @@ def row_sort_key(r: dict) -> tuple:
 def _baseline(key: str, steps: list[dict]) -> str:
     """A ladder's baseline in its steps' pass: a backward ladder's is torch_fused.bwd (sets made
     before the aggregate said so name the forward's torch_fused)."""
-    for suffix in (".fwdbwd", ".bwd"):
+    for suffix in (PASS_SUFFIX[p] for p in BACKWARD_PASSES):
         if steps and all(s["impl_key"].endswith(suffix) for s in steps) and not key.endswith(suffix):
             return key + suffix
     return key

@@ -11,6 +11,7 @@ import math
 import re
 
 from kernellab.engine.survey import not_meaningful
+from kernellab.passes import pass_key
 from kernellab.report.fmt import to_float
 from kernellab.report.load import Results, case_key, check_failed, is_valid
 
@@ -154,7 +155,7 @@ def ceiling_notes(res: Results) -> list[str]:
 
 def baseline_of(r: dict) -> str:
     """The baseline of a row's pass: PyTorch's fused op, its autograd backward for a backward."""
-    return BASELINE + {"backward": ".bwd", "forward+backward": ".fwdbwd"}.get(r.get("pass") or "forward", "")
+    return pass_key(BASELINE, r.get("pass"))
 
 
 def annotate(res: Results) -> None:

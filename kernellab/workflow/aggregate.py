@@ -22,7 +22,7 @@ import pandas as pd
 
 from kernellab import rows
 from kernellab.io import read_json, write_csv, write_json
-from kernellab.kit.family import PASS_SUFFIX, PASSES
+from kernellab.passes import PASSES, pass_key
 from kernellab.workflow.gitref import head_commit
 
 KEY = ["kernel", "impl_key", "shape", "dtype", "params"]
@@ -133,7 +133,7 @@ def summarize_run(bench: pd.DataFrame, check: pd.DataFrame, survey: dict, bounds
         df["pass"] = "forward"
     df["pass"] = df["pass"].astype(object).fillna("").replace("", "forward").astype(str)
     case = ["kernel", "pass", "shape", "dtype", "params"]
-    fused_key = df["pass"].map(lambda p: "torch_fused" + PASS_SUFFIX.get(p, ""))
+    fused_key = df["pass"].map(lambda p: pass_key("torch_fused", p))
     fused = df[eligible & (df["impl_key"] == fused_key)].set_index(case)["median_us"]
     fused_for = df.set_index(case).index.map(lambda k: fused.get(k, math.nan))
     df["speedup_vs_torch_fused"] = np.where(eligible, np.asarray(fused_for, dtype=float) / df["median_us"], math.nan)
@@ -300,7 +300,7 @@ def ladders(families: dict, plans: dict, ptx_index: list[dict]) -> list[dict]:
                 "shape": "x".join(map(str, shape)) if shape else "",
                 "dtype": dtype,
                 # PyTorch's fused op of the ladder's pass: a backward ladder beside autograd's backward of it
-                "baseline_impl_key": "torch_fused" + PASS_SUFFIX.get(steps[0].pass_, ""),
+                "baseline_impl_key": pass_key("torch_fused", steps[0].pass_),
                 "steps": [{
                     "impl_key": s.key, "impl": s.impl, "step": s.step, "order": s.order, "idea": s.idea,
                     "prediction": s.prediction, "finding": s.finding,
