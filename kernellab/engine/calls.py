@@ -22,6 +22,13 @@ class CaseCall:
     out: Any  # forward: the out tensor; backward: one gradient buffer per gradient, NaN-filled
     dy: Any = None  # backward: the seeded upstream gradient
 
+    def run(self):
+        """One call as the untimed callers make it (profiler, ncu, warm-ups): the reset, then the call.
+        The timer instead runs the reset before each sample, outside the timed region."""
+        if self.reset is not None:
+            self.reset()
+        return self.call()
+
 
 def case_call(family: Family, impl: Impl, case: Case, device: str, seed: int = 0) -> CaseCall:
     """The call of ``impl`` for ``case`` on ``device`` (``meta``: shapes only, for compiling ahead).

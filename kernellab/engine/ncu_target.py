@@ -40,12 +40,7 @@ def main(argv: list[str]) -> int:
             params = tuple(sorted(family.first_params().items()))
             made = case_call(family, reg.impl(kernel, impl_key), Case(kernel, impl_key, parse_shape(shape), dtype,
                                                                      params), device)
-            reset = made.reset or (lambda: None)
-
-            def call(made=made, reset=reset):
-                reset()
-                return made.call()
-
+            call = made.run
             with runtime.matmul_precision(dtype):
                 for _ in range(3):
                     call()

@@ -28,17 +28,14 @@ def profile_case(family: Family, impl: Impl, case: Case, device: str, trace_path
     from torch.profiler import ProfilerActivity, profile
 
     made = case_call(family, impl, case, device)
-    reset = made.reset or (lambda: None)
     with runtime.matmul_precision(case.dtype):
         for _ in range(3):  # warm-up: JIT, autotuning and allocation stay out of the table
-            reset()
-            made.call()
+            made.run()
         runtime.synchronize()
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         with profile(activities=activities) as prof:
             for _ in range(calls):
-                reset()
-                made.call()
+                made.run()
             runtime.synchronize()
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "trace.json"
