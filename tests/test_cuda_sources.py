@@ -315,3 +315,20 @@ def test_ptx_takes_the_cuda_code_from_the_build(cuda_resources, monkeypatch, tmp
             dumped = ptx.split_ptx(read_text(tmp_path / entry["files"]["ptx"]))
             assert dumped and all(body in built for body in dumped.values())
 
+
+
+def test_highlights_name_each_instruction_by_its_own_pattern():
+    """Each highlight counts the instructions it names: cp.async from global to shared memory is not a
+    global atomic ("shared.global" holds "red.global"), red and atom are, in PTX and in SASS."""
+    from kernellab.engine.ptx import scan
+
+    ptx = "\n".join(["cp.async.cg.shared.global [ %r135 + 0 ], [ %rd35 + 0 ], 0x10, %r136;",
+                     "@%p1 red.global.gpu.relaxed.add.f32 [ %rd7 + 0 ], %r9;",
+                     "atom.global.gpu.acq_rel.add.u32 %r1, [%rd2], 1;",
+                     "@%p20 ld.global.v4.b32 { %r71, %r72, %r73, %r74 }, [ %rd19 + 0 ];"])
+    counts, evidence = scan(ptx, "PTX")
+    assert counts["global atomics"] == 2 and counts["16-byte global loads"] == 1
+    atomics = next(e for e in evidence if e["label"].startswith("global atomics"))
+    assert atomics["line"].startswith("@%p1 red.global")
+    sass, _ = scan("/*0100*/  REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5 ;\n/*0200*/  LDGSTS.E.BYPASS.128 [R3], desc[UR4][R4.64] ;", "SASS")
+    assert sass["global atomics"] == 1

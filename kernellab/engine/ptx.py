@@ -27,7 +27,8 @@ PATTERNS = [
     ("hardware tanh", r"tanh\.approx\.f32|MUFU\.TANH"),
     ("local memory (spills)", r"\b(LDL|STL)\b|ld\.local|st\.local"),
     ("warp shuffles", r"shfl\.sync|\bSHFL\."),
-    ("global atomics", r"\b(RED|ATOMG)\.|atom\.global|red\.global"),
+    # \b: "shared.global" (cp.async's state spaces) holds "red.global"; REDG: Hopper's SASS
+    ("global atomics", r"\b(RED|REDG|ATOMG)\.|\batom\.global|\bred\.global"),
     ("bulk tensor copy (TMA)", r"cp\.async\.bulk\.tensor|UTMALDG"),
 ]
 
