@@ -330,5 +330,6 @@ def test_highlights_name_each_instruction_by_its_own_pattern():
     assert counts["global atomics"] == 2 and counts["16-byte global loads"] == 1
     atomics = next(e for e in evidence if e["label"].startswith("global atomics"))
     assert atomics["line"].startswith("@%p1 red.global")
-    sass, _ = scan("/*0100*/  REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5 ;\n/*0200*/  LDGSTS.E.BYPASS.128 [R3], desc[UR4][R4.64] ;", "SASS")
+    sass, _ = scan("/*0100*/  REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5 ;\n"
+                   "/*0200*/  LDGSTS.E.BYPASS.128 [R3], desc[UR4][R4.64] ;", "SASS")
     assert sass["global atomics"] == 1
