@@ -101,4 +101,30 @@ def test_one_ncu_session_profiles_every_ladder_of_every_family_at_its_own_shape(
         assert list(rows["duration_us"]) == list(range(n, n + len(rows)))
         n += len(rows)
     # each step went to ncu with its own family, ladder shape and dtype
-    assert [tuple(step) for step in sessions[0]] == sent
+    assert [tuple(step[:4]) for step in sessions[0]] == sent
+
+
+def test_ncu_profiles_the_runs_own_parameters(tmp_path, monkeypatch):
+    """A config that sweeps other parameters than the family's defaults (dropout p: [0.5, 0.3] where the
+    family's first is 0.1) has its ncu cases profiled at the run's first parameters, the ones its
+    timings include; a step without parameters on ncu_target's command line keeps the family's first
+    defaults."""
+    config = gpu_config()
+    config["kernels"]["dropout"].update(params={"p": [0.5, 0.3]},
+                                        ncu_cases=[{"impl": "triton"}, {"impl": "torch_fused"}])
+    sessions = []
+
+    def fake_profile_steps(steps, build_json, timeout_s, kernel_dirs=None):
+        sessions.append(steps)
+        return [{"status": "ok", "reason": ""} for _ in steps]
+
+    monkeypatch.setattr(runtime, "has_gpu", lambda: True)
+    monkeypatch.setattr(ncu, "profile_steps", fake_profile_steps)
+    pipeline.ncu(config, ["dropout"], [str(tmp_path / "build.json")], [str(tmp_path / "dropout.csv")])
+    assert sessions[0] and {tuple(s[4].items()) for s in sessions[0]} == {(("p", 0.5),)}
+    specs = ncu.command(sessions[0], "build.json", "status.json")[-len(sessions[0]):]
+    assert all(s.endswith(":p=0.5") for s in specs)
+    assert ncu.parse_step_spec(specs[0])[4] == {"p": 0.5}
+    assert ncu.parse_step_spec("attention:triton@fa2:bf16:4x16x4096x128:causal=true") == (
+        "attention", "triton@fa2", "bf16", "4x16x4096x128", {"causal": True})
+    assert ncu.parse_step_spec("gelu:triton:fp32:1024")[4] is None

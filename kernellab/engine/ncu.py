@@ -63,9 +63,23 @@ L2_SECTOR_BYTES = 32
 MARKER = "spin_kernel"
 
 
-def command(steps: list[tuple[str, str, str, str]], build_json: str | list[str], status_json: str,
+def step_spec(kernel: str, impl_key: str, dtype: str, shape: str, params: dict | None = None) -> str:
+    """One step on ``ncu_target``'s command line: ``KERNEL:IMPL_KEY:DTYPE:SHAPE[:NAME=VALUE,...]``,
+    each value as JSON (``causal=true``, ``p=0.1``); no parameters: the family's first defaults."""
+    spec = f"{kernel}:{impl_key}:{dtype}:{shape}"
+    return spec + (":" + ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(params.items())) if params else "")
+
+
+def parse_step_spec(spec: str) -> tuple[str, str, str, str, dict | None]:
+    """``step_spec``'s inverse: (kernel, impl_key, dtype, shape, params or None)."""
+    kernel, impl_key, dtype, shape, *rest = spec.split(":")
+    params = dict((k, json.loads(v)) for k, v in (kv.split("=", 1) for kv in rest[0].split(","))) if rest else None
+    return kernel, impl_key, dtype, shape, params
+
+
+def command(steps: list[tuple], build_json: str | list[str], status_json: str,
             kernel_dirs: list[str] | None = None) -> list[str]:
-    """``steps``: (kernel, impl_key, dtype, shape) of each step, in profiling order;
+    """``steps``: (kernel, impl_key, dtype, shape[, params]) of each step, in profiling order;
     ``build_json``: the families' build.json files (one per family with CUDA)."""
     from kernellab.engine import registry
 
@@ -80,7 +94,7 @@ def command(steps: list[tuple[str, str, str, str]], build_json: str | list[str],
         "--print-units", "base", "--nvtx", "--nvtx-push-pop-scope", "process", "--nvtx-include", f"{RANGE}/",
         "--metrics", ",".join(METRICS),
         sys.executable, "-m", "kernellab.engine.ncu_target", build_json, status_json, dirs,
-        *[f"{kernel}:{key}:{dtype}:{shape}" for kernel, key, dtype, shape in steps],
+        *[step_spec(*step) for step in steps],
     ]
 
 
@@ -139,10 +153,10 @@ def split_steps(per_kernel: pd.DataFrame, n_steps: int) -> list[pd.DataFrame]:
     return [kernels[group[~is_marker] == i] for i in range(n_steps)]
 
 
-def profile_steps(steps: list[tuple[str, str, str, str]], build_json: str | list[str], timeout_s: float,
+def profile_steps(steps: list[tuple], build_json: str | list[str], timeout_s: float,
                   kernel_dirs: list[str] | None = None) -> list[dict]:
-    """Profile ``steps`` ((kernel, impl_key, dtype, shape) of each) in one session: one record
-    per step."""
+    """Profile ``steps`` ((kernel, impl_key, dtype, shape[, params]) of each) in one session: one
+    record per step."""
     if shutil.which("ncu") is None:
         return [{"status": "unavailable", "reason": "Nsight Compute (ncu) not found on PATH"}] * len(steps)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,6 +1,6 @@
 """The process ncu profiles: each step warmed up, then one call in an NVTX range.
 
-``python -m kernellab.engine.ncu_target BUILD_JSONS STATUS_JSON KERNEL_DIRS KERNEL:IMPL_KEY:DTYPE:SHAPE ...``
+``python -m kernellab.engine.ncu_target BUILD_JSONS STATUS_JSON KERNEL_DIRS KERNEL:IMPL_KEY:DTYPE:SHAPE[:PARAMS] ...``
 
 (BUILD_JSONS: the families' build.json files, KERNEL_DIRS: the kernel folders, each joined by
 ``os.pathsep``.)
@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     from kernellab.engine import cuda_ext, registry, runtime
     from kernellab.engine.calls import case_call
     from kernellab.engine.cases import Case, parse_shape
-    from kernellab.engine.ncu import RANGE
+    from kernellab.engine.ncu import RANGE, parse_step_spec
 
     device = runtime.setup()
     cuda_ext.configure(build_json.split(os.pathsep))
@@ -32,12 +32,11 @@ def main(argv: list[str]) -> int:
     reg = registry.load(kernel_dirs.split(os.pathsep))
     status = []
     for spec in steps:
-        kernel, rest = spec.split(":", 1)
-        impl_key, dtype, shape = rest.rsplit(":", 2)
+        kernel, impl_key, dtype, shape, given = parse_step_spec(spec)
         call = None
         try:
             family = reg.family(kernel)
-            params = tuple(sorted(family.first_params().items()))
+            params = tuple(sorted((family.first_params() if given is None else given).items()))
             made = case_call(family, reg.impl(kernel, impl_key), Case(kernel, impl_key, parse_shape(shape), dtype,
                                                                      params), device)
             call = made.run

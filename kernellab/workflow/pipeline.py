@@ -472,8 +472,9 @@ def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[
             ladders.append(f"{kernel} ncu_cases ({len(extra)})")
             mine += [{"kernel": kernel, "ladder": "", "impl_key": c.impl_key, "step": "",
                       "shape": "x".join(map(str, c.shape)), "dtype": c.dtype} for c in extra]
+        params = plan.param_grid(fam)[0]  # the run's first parameters, which its timings include
         for b in mine:  # the family's byte model of the one call profiled
-            b["model_mb"] = fam.bytes_moved(parse_shape(b["shape"]), b["dtype"], **fam.first_params()) / 1e6
+            b["params"], b["model_mb"] = params, fam.bytes_moved(parse_shape(b["shape"]), b["dtype"], **params) / 1e6
         bases += mine
     if not bases:
         got = []
@@ -483,7 +484,7 @@ def ncu(config: dict, kernels: list[str], build_json: list[str], out_csvs: list[
         got = [{"status": "unavailable", "reason": "no CUDA GPU: Nsight Compute needs one"}] * len(bases)
     else:
         t0 = time.perf_counter()
-        got = profile_steps([(b["kernel"], b["impl_key"], b["dtype"], b["shape"]) for b in bases],
+        got = profile_steps([(b["kernel"], b["impl_key"], b["dtype"], b["shape"], b["params"]) for b in bases],
                             [str(Path(b).resolve()) for b in build_json], float(nc.get("timeout_s", 180)),
                             config.get("kernel_dirs"))
         log.info("ncu: %d steps of %s in %.1f s", len(bases), ", ".join(ladders), time.perf_counter() - t0)
