@@ -132,6 +132,13 @@ def reachable(entries, root: str | Path = ROOT) -> list[str]:
     whole) through kernellab imports (transitively, every package ``__init__.py`` on the way
     included), sorted. ``root`` is the package folder."""
     root = Path(root).resolve()
+    files: dict[str, Path | None] = {}  # the module files looked up so far: the files stay as they are
+
+    def module_file(dotted: str) -> Path | None:
+        if dotted not in files:
+            files[dotted] = _module_file(dotted, root)
+        return files[dotted]
+
     found: set[Path] = set()
     done: set[tuple[Path, str]] = set()
     modules: dict[Path, str | None] = {}
@@ -146,14 +153,14 @@ def reachable(entries, root: str | Path = ROOT) -> list[str]:
         name, attr = ref
         for dotted in _with_parents(name)[:-1]:
             want(dotted, TOP)
-        if attr is not None and _module_file(f"{name}.{attr}", root) is not None:
+        if attr is not None and module_file(f"{name}.{attr}") is not None:
             want(name, TOP)
             want(f"{name}.{attr}", WHOLE)  # ``from kernellab import pipeline``: a module
         else:
             want(name, WHOLE if attr is None else attr if run else TOP)
 
     def want(dotted: str, what: str) -> None:
-        file = _module_file(dotted, root)
+        file = module_file(dotted)
         if file is None:
             return
         found.add(file)
