@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kernellab.engine.testing import sigint_as_default
+
 ROOT = Path(__file__).resolve().parents[1]
 
 HOLD = ("import sys, time; from kernellab.workflow.runlock import acquire; acquire(sys.argv[1]); "
@@ -178,7 +180,7 @@ def test_kill_int_stops_the_measure_job_now_with_two_lines(tmp_path):
 
     from kernellab.workflow.pipeline import INTERRUPTED
 
-    run = _run(tmp_path, "--until", "measure", start_new_session=True)
+    run = _run(tmp_path, "--until", "measure", start_new_session=True, preexec_fn=sigint_as_default)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(run.stdout), daemon=True)
     reader.start()

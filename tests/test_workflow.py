@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from kernellab.engine.testing import sigint_as_default
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -185,7 +187,7 @@ def test_ctrl_c_ends_the_run_with_one_line_and_no_traceback(tiny_run, tmp_path):
            f"staging={staging}", f"results={tmp_path / 'results'}"]
     t0 = time.time()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=sigint_as_default)
     logs = list((staging / tiny_run[0].name / "logs" / "measure").glob("*.log"))
     assert logs
     deadline = time.time() + 300

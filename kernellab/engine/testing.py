@@ -200,3 +200,13 @@ def assert_sm90_16_byte_loads(sm90_ptx, family: str) -> None:
     """Every global load of ``family``'s sm_90 code is a 16-byte (or 8-byte, v2) vector load."""
     for label, loads in sm90_global_loads(sm90_ptx, family).items():
         assert all(".v4." in op or ".v2." in op for op in loads), f"{label}: scalar loads besides the 16-byte ones"
+
+
+def sigint_as_default() -> None:
+    """A ``preexec_fn`` for a child that a test interrupts: SIGINT back to its default. A test runner
+    started in the background of a shell ignores SIGINT, and its children would inherit that (the
+    child's Python then never installs its KeyboardInterrupt handler)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
