@@ -26,3 +26,19 @@ def check_only_failures(checks, summary) -> list[dict]:
 
     timed = {key(r) for r in summary}
     return [r for r in checks if r.get("status") not in ("ok", *ABSENT) and key(r) not in timed]
+
+
+def case_label(r: dict) -> str:
+    """A case as the closing screen and the report name it: dtype, shape and parameters."""
+    return f"{r['dtype']} {r['shape']}" + (f" {r['params']}" if r.get("params") else "")
+
+
+def check_only_groups(checks, summary) -> dict[tuple, list[dict]]:
+    """``check_only_failures`` grouped by (kernel, impl_key, status, reason): each group's cases
+    in the order met, one row per case whatever its seeds."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in check_only_failures(checks, summary):
+        rows = groups.setdefault((r["kernel"], r["impl_key"], r["status"], r["reason"]), [])
+        if all(case_label(x) != case_label(r) for x in rows):
+            rows.append(r)
+    return groups

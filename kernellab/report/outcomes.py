@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from kernellab.engine.case_status import ABSENT, check_only_failures, failure_status  # absences: not failures
+from kernellab.engine.case_status import ABSENT, case_label, check_only_groups, failure_status  # absences: not failures
 from kernellab.report import fmt
 from kernellab.report.load import Results, check_failed, shape_sort_key
 from kernellab.report.tables import Table
@@ -36,22 +36,15 @@ def failures_table(res: Results) -> Table:
                 reason = f"correctness check {r['check_status']}"
             groups.setdefault((r["kernel"], r["impl_key"], status, reason), []).append(r)
     checks = [r for rows in res.checks.values() for r in rows]
-    for r in check_only_failures(checks, res.summary):
-        case = {**r, "numel": math.nan}
-        rows = groups.setdefault((r["kernel"], r["impl_key"], f"{r['status']} (a shape only checked)", r["reason"]), [])
-        if all(_case(x) != _case(case) for x in rows):  # one entry per case, whatever its seeds
-            rows.append(case)
+    for (kernel, key, status, reason), cases in check_only_groups(checks, res.summary).items():
+        groups[(kernel, key, f"{status} (a shape only checked)", reason)] = [{**r, "numel": math.nan} for r in cases]
     t = Table(["kernel", "impl_key", "status", "cases", "which", "reason"], numeric=[False, False, False, True])
     for (kernel, key, status, reason), rows in sorted(groups.items()):
         rows = sorted(rows, key=lambda r: (r["dtype"], shape_sort_key(r["shape"], r["numel"])))
-        which = [_case(r) for r in rows]
+        which = [case_label(r) for r in rows]
         shown = ", ".join(which[:6]) + (f", … (+{len(which) - 6})" if len(which) > 6 else "")
         t.add([kernel, key, f"⚠ {status}", str(len(rows)), shown, reason or fmt.NA], "bad")
     return t
-
-
-def _case(r: dict) -> str:
-    return f"{r['dtype']} {r['shape']}{(' ' + r['params']) if r['params'] else ''}"
 
 
 def skipped_table(res: Results) -> Table:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernellab.engine.case_status import ABSENT, check_only_failures, failure_status
+from kernellab.engine.case_status import ABSENT, case_label, check_only_groups, failure_status
 from kernellab.io import read_json
 
 MAX_GROUPS = 12  # failure lines per set; the report's failure table has them all
@@ -35,15 +35,15 @@ def _failure_lines(df: pd.DataFrame) -> list[str]:
 def _check_only_lines(check_dir: Path, summary: pd.DataFrame) -> list[str]:
     """One line per kernel, implementation and reason that failed a check on a shape only checked
     (no summary row holds it), naming its cases."""
-    frames = [pd.read_csv(p, keep_default_na=False, dtype=str) for p in sorted(check_dir.glob("*.csv"))
-              if p.read_text().strip()]  # a job that wrote no row writes an empty table
+    frames = []
+    for p in sorted(check_dir.glob("*.csv")):
+        try:
+            frames.append(pd.read_csv(p, keep_default_na=False, dtype=str))
+        except pd.errors.EmptyDataError:  # a job that wrote no row writes an empty table
+            continue
     rows = pd.concat(frames).to_dict("records") if frames else []
-    groups: dict[tuple, list[str]] = {}
-    for r in check_only_failures(rows, summary.astype(str).to_dict("records")):
-        case = f"{r['dtype']} {r['shape']}" + (f" {r['params']}" if r["params"] else "")
-        cases = groups.setdefault((r["kernel"], r["impl_key"], r["status"], r["reason"]), [])
-        cases += [case] if case not in cases else []
-    return [f"    {status} on a shape only checked: {kernel} {key} ({', '.join(cases)}): {reason}"
+    groups = check_only_groups(rows, summary.astype(str).to_dict("records"))
+    return [f"    {status} on a shape only checked: {kernel} {key} ({', '.join(map(case_label, cases))}): {reason}"
             for (kernel, key, status, reason), cases in sorted(groups.items())]
 
 
