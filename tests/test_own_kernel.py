@@ -144,8 +144,11 @@ def own_run(tmp_path_factory):
     mine = make_user_dir(tmp)
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     one = {**TINY, "dtypes": ["fp32"]}
+    rows = {"dtypes": ["fp32"], "passes": ["forward"], "shapes": ["33x100"], "check_shapes": ["3x33"],
+            "profile_shape": "33x100", "cpu_shapes": ["33x100"], "cpu_check_shapes": ["3x33"],
+            "cpu_profile_shape": "33x100"}
     config.update(kernel_dirs=["kernels", str(mine)], kernels={"silu": TINY, "badcuda": one, "broken": one,
-                                                                "sqrelu": one},
+                                                                "sqrelu": one, "my_rms_norm": rows},
                   staging=str(tmp / "staging"), results=str(tmp / "results"))
     (tmp / "config.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", str(tmp / "config.yaml"),
@@ -162,7 +165,14 @@ def test_own_kernel_is_measured_reported_and_logged(own_run):
     out, log, mine = own_run
     assert f"kernel family 'broken' skipped: {mine / 'broken' / '__init__.py'}:" in log
     df = pd.read_csv(out / "summary.csv", keep_default_na=False)
-    assert set(df["kernel"]) == {"silu", "badcuda", "sqrelu"}
+    assert set(df["kernel"]) == {"silu", "badcuda", "sqrelu", "my_rms_norm"}
+    # the fork (Family.fork): rms_norm's field beside the user's step, none of our steps
+    fork = df[df["kernel"] == "my_rms_norm"].set_index("impl_key")
+    assert set(fork.index) == {"torch_naive", "torch_fused", "compiled", "liger", "quack", "triton@one_row"}
+    assert fork.loc["triton@one_row", "status"] == "ok" and fork.loc["triton@one_row", "check_status"] == "ok"
+    assert set(fork.loc[["liger", "quack"], "status"]) == {"unavailable"}  # GPU libraries, on a CPU
+    field = (out / "report.md").read_text().split("## Our kernels against the field", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"\| my_rms_norm \| fp32 \| 33x100 \| triton@one_row \|", field), field
     silu = df[df["kernel"] == "silu"]
     ran = silu[silu["backend"] != "cuda"]
     assert set(ran["impl"]) == {"torch_naive", "torch_fused", "triton", "compiled"}
@@ -172,6 +182,7 @@ def test_own_kernel_is_measured_reported_and_logged(own_run):
     assert set(steps["ladder"]) == {"cuda_silu"}
     log_md = (out / "KERNEL_LOG.md").read_text()
     assert "cuda_silu" in log_md and "16-byte loads and stores in a grid-stride loop" in log_md
+    assert "triton_mine" in log_md and "whole row in registers" in log_md
     assert "<h2>Kernel: silu" in (out / "report.html").read_text()
     index = json.loads((out / "ptx" / "silu" / "index.json").read_text())
     assert {e["impl_key"] for e in index if e["status"] == "ok"} >= {"triton"}, index

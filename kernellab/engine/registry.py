@@ -302,7 +302,7 @@ def attach_ladder_texts(fam: Family, folder: Path, texts: dict | None = None) ->
     """Give each ladder step its order and texts from the folder's ladder.yaml; a step without an
     entry, or an entry without a step, is an error naming the file."""
     texts = ladder_texts(folder) if texts is None else texts
-    steps = {(i.ladder_name, i.step): key for key, i in fam.impls.items() if i.step}
+    steps = {(i.ladder_name, i.step): key for key, i in fam.impls.items() if i.step and not i.inherited}
     path = folder / LADDER_FILE
     missing = sorted(set(steps) - set(texts))
     if missing:

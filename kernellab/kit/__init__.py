@@ -28,6 +28,8 @@ A family is a folder (``kernels/<name>/`` or one of your own ``kernel_dirs``) wh
   engine imposes), ``elementwise_configs`` (a 1-D kernel's BLOCK x warps), ``triton_interpreted``,
   ``CompileSpec`` (what the PTX/SASS report cross-compiles), and the row-kernel helpers (``row_*``).
 - ``peers``: Liger-Kernel's and QuACK's kernels, as implementations beside ours.
+- ``builds_on``: another family's package, loaded first; ``builds_on("rms_norm").FAMILY.fork()``
+  is that family's problem and field (PyTorch's, torch.compile's, the libraries') for your steps.
 - ``Unavailable``: raise it when a kernel cannot run here (a library not installed), with why.
 
 The kit imports nothing of ours above it: the engine plugs in what a family needs of it at run

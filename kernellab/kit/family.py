@@ -17,6 +17,7 @@ What the author sets is a field; what follows from the folder (the family's name
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ BACKEND_OF = {"torch_naive": "torch", "torch_fused": "torch", "cuda": "cuda", "t
               "fa4": "fa4"}
 IMPL_KINDS = tuple(BACKEND_OF)
 BACKENDS = tuple(dict.fromkeys(BACKEND_OF.values()))
+OWN_BACKENDS = ("triton", "cuda")  # a family's own kernels; the rest is PyTorch's and the field's
 STEP_MARK = "__kernellab_step__"
 
 # set by the loader (kernellab.engine.registry.load) while it imports family folders: family
@@ -127,6 +129,11 @@ class Impl:
         return self.pass_ != "forward"
 
     @property
+    def inherited(self) -> bool:
+        """Whether it came with ``Family.fork`` from the family forked (its texts with it)."""
+        return bool(self._derived.get("inherited"))
+
+    @property
     def ladder_name(self) -> str:
         return (self.ladder or self.impl) if self.step else ""
 
@@ -215,6 +222,23 @@ class Family:
         for impl in self.impls.values():
             impl.derive(kernel=name)
         return self
+
+    def fork(self, **changes) -> Family:
+        """A family of your own on this one's problem, for your folder's ``FAMILY``: its fields
+        (``changes`` replace any, e.g. ``title``) and the implementations that are not its own
+        kernels: PyTorch's (eager, its fused op, torch.compile) and the field's (Liger, QuACK,
+        FlashAttention-4), forward and backward, with their ladder texts. Its Triton and CUDA
+        steps stay behind; yours join the rest, and the report sets them beside the field.
+        Its ``cuda_step`` stays behind too (it runs the forked folder's CUDA extension)."""
+        names = [f.name for f in dataclasses.fields(self)]
+        for key in changes:
+            if key not in names:
+                raise FamilyError(f"fork({key}=...): Family has no field {key!r}; its fields: {', '.join(names)}")
+        new = dataclasses.replace(self, **{"cuda_step": None, **changes})
+        for key, impl in self.impls.items():
+            if impl.backend not in OWN_BACKENDS:
+                new.impls[key] = dataclasses.replace(impl).derive(**impl._derived, inherited=True)
+        return new
 
     def first_params(self) -> dict:
         """Each parameter at its first default value: the one call Nsight Compute profiles."""
