@@ -248,3 +248,24 @@ def test_flashattention4_without_a_gpu_is_unavailable_with_the_reason():
     case = Case("attention", "fa4", (1, 2, 40, 16), "bf16", (("causal", False),))
     rows = list(check_impl(fam, fam.impls["fa4"], [case], [0], "cpu"))
     assert [(r["status"], r["reason"]) for r in rows] == [("unavailable", "FlashAttention-4 needs a CUDA GPU (sm_90+)")]
+
+
+def test_a_jobs_run_cache_holds_the_peers_compiled_kernels_and_what_the_user_set_wins(tmp_path, monkeypatch):
+    """QuACK's and FlashAttention-4's compiled kernels go to the set's cache (FlashAttention-4's cache
+    turned on), so the backward's job, the profile and Nsight Compute load what the forward's
+    compiled; a variable the user set is kept. In a fresh process: it sets os.environ."""
+    from kernellab.engine.testing import in_fresh_interpreter
+
+    names = ["QUACK_CACHE_DIR", "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR",
+             "TRITON_CACHE_DIR"]
+    code = ("import json, os; from kernellab.engine import runtime; "
+            f"runtime.use_run_cache({str(tmp_path / 'cache')!r}); "
+            f"print(json.dumps({{k: os.environ.get(k) for k in {names!r}}}))")
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    got = in_fresh_interpreter(code)
+    assert got == {"QUACK_CACHE_DIR": str(tmp_path / "cache" / "quack"), "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
+                   "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(tmp_path / "cache" / "fa4"),
+                   "TRITON_CACHE_DIR": str(tmp_path / "cache" / "triton")}
+    mine = in_fresh_interpreter(code, env={"FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "0"})
+    assert mine["FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED"] == "0"

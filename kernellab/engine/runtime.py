@@ -34,10 +34,23 @@ def use_run_cache(root: str | None = None) -> str | None:
     """
     if not root:
         return None
-    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(root, "inductor"))
-    os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
+    for name, value in run_cache_environment(root).items():
+        os.environ.setdefault(name, value)
     return root
+
+
+def run_cache_environment(root: str) -> dict[str, str]:
+    """The variables ``use_run_cache`` sets: Triton's and Inductor's caches, and the CuTe-DSL
+    peers' compiled kernels (QuACK's, on by default; FlashAttention-4's, which is off unless
+    asked for: without it every process compiles its kernels again, the backward's job the
+    forward's and the profiling jobs both, tens of seconds each). Both peers key their
+    entries by their own sources and the CUTLASS DSL's version, and a bad entry is a miss."""
+    return {"TRITON_CACHE_DIR": os.path.join(root, "triton"),
+            "TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor"),
+            "TRITON_CACHE_AUTOTUNING": "1",
+            "QUACK_CACHE_DIR": os.path.join(root, "quack"),
+            "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
+            "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": os.path.join(root, "fa4")}
 
 
 def setup() -> str:
