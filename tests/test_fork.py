@@ -135,3 +135,20 @@ def test_the_readme_fork_as_written_loads_with_the_field(tmp_path):
             "print(json.dumps({'errors': reg.errors, 'keys': sorted(reg.family('my_rms_norm').impls)}))")
     got = in_fresh_interpreter(code, cwd=ROOT)
     assert got["errors"] == {} and {"liger", "quack", "torch_fused", "compiled"} <= set(got["keys"])
+
+
+def test_every_family_of_ours_forks(tmp_path):
+    """A fork of each of our families loads beside it with the field's implementations only."""
+    ours = sorted(registry.load().families)
+    for name in ours:
+        _fork_folder(tmp_path, f"my_{name}", name)
+    code = ("import json; from kernellab.engine import registry; "
+            f"reg = registry.load(['kernels', {str(tmp_path / 'mine')!r}]); "
+            f"print(json.dumps({{'errors': reg.errors, 'impls': {{n: sorted(reg.family('my_' + n).impls) "
+            f"for n in {ours!r}}}}}))")
+    got = in_fresh_interpreter(code, cwd=ROOT)
+    assert got["errors"] == {}
+    base = registry.load()
+    for name in ours:
+        field = sorted(k for k, i in base.family(name).impls.items() if i.backend not in OWN_BACKENDS)
+        assert got["impls"][name] == field, name
