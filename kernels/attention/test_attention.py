@@ -125,6 +125,39 @@ def test_reference_in_query_chunks_matches_one_matrix(monkeypatch):
     torch.testing.assert_close(reference(q, k, v, causal=True), whole)
 
 
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_checks_reference_gives_the_error_floor_from_its_own_pass(monkeypatch, causal):
+    """A check's reference (no autograd) sums the floor from its own P, and error_floor on the same
+    tensors takes it without computing P again; on other tensors it computes theirs."""
+    import math
+    import sys
+
+    from . import __name__ as package
+
+    module = sys.modules[package]
+    monkeypatch.setattr(module, "QUERY_CHUNK", 16)
+
+    def floor_of(q, k, v):
+        mask = torch.ones(45, 45, dtype=torch.bool).triu(1) & causal
+        p = torch.softmax(((q @ k.transpose(-2, -1)) / math.sqrt(8)).masked_fill(mask, -math.inf), dim=-1)
+        return math.sqrt(float(((p * p) @ (v * v)).sum()))
+
+    q, k, v = (x.double() for x in fam.make_inputs((1, 2, 45, 8), "fp16", DEVICE, 1))
+    q2 = 2 * q
+    with torch.no_grad():
+        reference(q, k, v, causal=causal)
+        computed = []
+        real = module._probabilities
+        monkeypatch.setattr(module, "_probabilities", lambda *a: computed.append(1) or real(*a))
+        from_pass = fam.error_floor(q, k, v, causal=causal)
+        assert not computed
+        other = fam.error_floor(q2, k, v, causal=causal)  # not the last reference's tensors
+        assert computed
+    assert math.isclose(from_pass, floor_of(q, k, v), rel_tol=1e-12)
+    assert math.isclose(other, floor_of(q2, k, v), rel_tol=1e-12) and other != from_pass
+
+
 _SMEM_SCRIPT = r"""
 import json, sys
 import triton
