@@ -48,9 +48,9 @@ def _probabilities(q, k, causal):
     seq = q.shape[-2]
     for start in range(0, seq, QUERY_CHUNK):
         qc = q[..., start:start + QUERY_CHUNK, :]
-        s = (qc @ k.transpose(-2, -1)) * scale
+        s = (qc @ k.transpose(-2, -1)).mul_(scale)  # in place: a pass fewer over the scores (autograd keeps none)
         if causal:
-            s = s.masked_fill(causal_mask(qc.shape[-2], k.shape[-2], start, q.device), -math.inf)
+            s.masked_fill_(causal_mask(qc.shape[-2], k.shape[-2], start, q.device), -math.inf)
         yield start, torch.softmax(s, dim=-1)
 
 
