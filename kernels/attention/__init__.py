@@ -43,20 +43,27 @@ def causal_mask(rows: int, cols: int, offset: int, device) -> torch.Tensor:
 
 
 def _probabilities(q, k, causal):
-    """(first query, P) of each block of QUERY_CHUNK queries: q k^T scaled, masked, softmax."""
+    """(keys, P) of each block of QUERY_CHUNK queries: q k^T scaled, masked, softmax, over the keys
+    the block sees (causal: up to its last query; the keys after it would add exact zeros)."""
     scale = 1.0 / math.sqrt(q.shape[-1])
     seq = q.shape[-2]
     for start in range(0, seq, QUERY_CHUNK):
         qc = q[..., start:start + QUERY_CHUNK, :]
-        s = (qc @ k.transpose(-2, -1)).mul_(scale)  # in place: a pass fewer over the scores (autograd keeps none)
+        keys = start + qc.shape[-2] if causal else k.shape[-2]
+        s = (qc @ k[..., :keys, :].transpose(-2, -1)).mul_(scale)  # in place: a pass fewer (autograd keeps none)
         if causal:
-            s.masked_fill_(causal_mask(qc.shape[-2], k.shape[-2], start, q.device), -math.inf)
-        yield start, torch.softmax(s, dim=-1)
+            s.masked_fill_(causal_mask(qc.shape[-2], keys, start, q.device), -math.inf)
+        yield keys, torch.softmax(s, dim=-1)
 
 
 # error_floor needs P as the reference does: the reference of a check (no autograd) sums the floor
 # from its own P, and error_floor, called next on the same tensors, takes it (one entry)
 _FLOOR_OF_LAST_REFERENCE: dict = {}
+
+
+def _floor_squared(p, v) -> float:
+    """sum_ij p_ij^2 |v_j|^2 of one block of queries: the squared error floor's share."""
+    return float(((p * p) @ (v * v)).sum())
 
 
 def _inputs_key(q, k, v, causal) -> tuple:
@@ -67,10 +74,11 @@ def reference(q, k, v, causal=False):
     """Float64 reference: q k^T scaled, masked, softmax, times v; in query blocks of
     QUERY_CHUNK so its scores stay QUERY_CHUNK x S per head (autograd goes through it too)."""
     outs, floor = [], None if torch.is_grad_enabled() else 0.0
-    for _start, p in _probabilities(q, k, causal):
-        outs.append(p @ v)
+    for keys, p in _probabilities(q, k, causal):
+        vc = v[..., :keys, :]
+        outs.append(p @ vc)
         if floor is not None:
-            floor += float(((p * p) @ (v * v)).sum())
+            floor += _floor_squared(p, vc)
     _FLOOR_OF_LAST_REFERENCE.clear()
     if floor is not None:
         _FLOOR_OF_LAST_REFERENCE[_inputs_key(q, k, v, causal)] = math.sqrt(floor)
@@ -241,7 +249,7 @@ def error_floor(q, k, v, causal=False):
     known = _FLOOR_OF_LAST_REFERENCE.pop(_inputs_key(q, k, v, causal), None)
     if known is not None:
         return known
-    return math.sqrt(sum(float(((p * p) @ (v * v)).sum()) for _start, p in _probabilities(q, k, causal)))
+    return math.sqrt(sum(_floor_squared(p, v[..., :keys, :]) for keys, p in _probabilities(q, k, causal)))
 
 
 FAMILY = Family(
