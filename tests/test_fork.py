@@ -28,6 +28,8 @@ def test_a_fork_has_the_problem_and_the_field_and_none_of_our_steps():
     assert mine.title == "RMSNorm: my kernel beside the field"
     # the fork's CUDA steps would run its own extension's op, not the forked folder's
     assert base.cuda_step is not None and mine.cuda_step is None
+    matmul = REGISTRY.family("matmul")
+    assert matmul.cuda_dtypes and matmul.fork().cuda_dtypes is None
     assert mine.impls["liger"].kernel == "my_rms_norm" and mine.impls["liger"].inherited
     assert mine.impls["triton@one_row"].source == EXAMPLE / "my_rms_norm" / "triton_mine" / "one_row.py"
     # the forked family keeps its own: names, steps, nothing inherited

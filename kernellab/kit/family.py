@@ -229,12 +229,12 @@ class Family:
         kernels: PyTorch's (eager, its fused op, torch.compile) and the field's (Liger, QuACK,
         FlashAttention-4), forward and backward, with their ladder texts. Its Triton and CUDA
         steps stay behind; yours join the rest, and the report sets them beside the field.
-        Its ``cuda_step`` stays behind too (it runs the forked folder's CUDA extension)."""
+        Its ``cuda_step`` and ``cuda_dtypes`` stay behind too: they are its own CUDA's."""
         names = [f.name for f in dataclasses.fields(self)]
         for key in changes:
             if key not in names:
                 raise FamilyError(f"fork({key}=...): Family has no field {key!r}; its fields: {', '.join(names)}")
-        new = dataclasses.replace(self, **{"cuda_step": None, **changes})
+        new = dataclasses.replace(self, **{"cuda_step": None, "cuda_dtypes": None, **changes})
         for key, impl in self.impls.items():
             if impl.backend not in OWN_BACKENDS:
                 new.impls[key] = dataclasses.replace(impl).derive(**impl._derived, inherited=True)
