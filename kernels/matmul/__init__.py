@@ -131,7 +131,7 @@ FAMILY = Family(
     out_like=out_like,
     shape_rank=(3,),
     cuda_step=lambda family, step: hopper_step(family, step) if step in HOPPER_STEPS else sgemm_step(family, step),
-    cuda_dtypes={"cuda_sgemm": ("fp32",), "cuda_hopper": ("bf16",)},
+    cuda_dtypes={"cuda_sgemm": ("fp32",), "cuda_hopper": ("bf16", "fp16")},
     description="C = A @ B against cuBLAS: a tiled Triton GEMM, the CUDA SGEMM ladder and the Hopper bf16 ladder.",
 )
 

@@ -1,4 +1,4 @@
-"""The CUDA Hopper GEMM ladder (bf16 tensor cores, ``cuda_hopper/``, one .cu file per step): its
+"""The CUDA Hopper GEMM ladder (bf16 and fp16 tensor cores, ``cuda_hopper/``, one .cu file per step): its
 runner, which refuses the shapes a step's tile does not divide before any GPU work (an
 ``unavailable`` case, with the constraint in the reason) and hands B over K-major, the layout both
 of its operands are read in (``kmajor_copy``: our transpose, inside the timed call)."""

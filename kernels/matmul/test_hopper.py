@@ -1,4 +1,4 @@
-"""The CUDA Hopper ladder (cuda_hopper/: bf16 tensor cores, ``torch.ops.kernellab.hgemm``): its steps'
+"""The CUDA Hopper ladder (cuda_hopper/: bf16 and fp16 tensor cores, ``torch.ops.kernellab.hgemm``): its steps'
 registration and dtypes, the shapes it refuses (an ``unavailable`` case naming the tile, before any
 GPU work), the sm_90a machine code of each step, and (on a GPU, marked ``gpu``) the op against the
 float64 reference."""
@@ -20,13 +20,13 @@ from . import FAMILY as MATMUL
 HOPPER_STEPS = [s.step for s in MATMUL.ladders()["cuda_hopper"]]
 
 
-def test_hopper_steps_take_bf16_in_ladder_order():
-    """Each step of cuda_hopper/ runs bf16 only (the SGEMM ladder keeps fp32), in ladder.yaml's order,
-    and is run by the hgemm runner rather than the sgemm one."""
+def test_hopper_steps_take_16_bit_types_in_ladder_order():
+    """Each step of cuda_hopper/ runs bf16 and fp16 only (the SGEMM ladder keeps fp32), in ladder.yaml's
+    order, and is run by the hgemm runner rather than the sgemm one."""
     assert HOPPER_STEPS == ["mma_sync", "wgmma", "warp_specialized"]
     assert set(HOPPER_STEPS) <= mm.HOPPER_STEPS
     for s in MATMUL.ladders()["cuda_hopper"]:
-        assert s.dtypes == ("bf16",) and not s.supports("fp32") and not s.supports("tf32")
+        assert s.dtypes == ("bf16", "fp16") and not s.supports("fp32") and not s.supports("tf32")
         assert s.cuda_kernels == (f"hgemm_{s.step}",) and s.source.name == f"{s.step}.cu"
         assert s.fn.__name__ == f"hgemm_{s.step}"
     assert all(s.dtypes == ("fp32",) for s in MATMUL.ladders()["cuda_sgemm"])
@@ -80,8 +80,8 @@ def test_hopper_runner_skips_unsupported_shapes_before_any_gpu_work(monkeypatch,
 @pytest.mark.parametrize("step", HOPPER_STEPS)
 def test_hopper_steps_compile_for_sm90a_to_their_tensor_core_instructions(step, tmp_path):
     """Each step compiles for sm_90a (the extension's default arch) without spills or local memory,
-    and its SASS holds the instructions it is about: HMMA from ldmatrix (mma_sync), HGMMA fed by
-    TMA loads on mbarriers (wgmma)."""
+    and its SASS holds the instructions it is about, for bf16 and fp16 alike: HMMA from ldmatrix
+    (mma_sync), HGMMA fed by TMA loads on mbarriers (wgmma)."""
     from kernellab.engine import cuda_build
 
     nvcc = cuda_build.find_nvcc() or pytest.skip("nvcc not found")
@@ -96,23 +96,36 @@ def test_hopper_steps_compile_for_sm90a_to_their_tensor_core_instructions(step, 
     for r in rows:
         assert (r["spill_stores_bytes"], r["spill_loads_bytes"], r["stack_frame_bytes"]) == (0, 0, 0), r
     sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-    wanted = {"mma_sync": ["HMMA.16816.F32.BF16", "LDSM.16.M88.4", "LDGSTS"],
-              "wgmma": ["HGMMA.64x128x16.F32.BF16", "UTMALDG.2D", "SYNCS.PHASECHK"],
-              "warp_specialized": ["HGMMA.64x256x16.F32.BF16", "UTMALDG.2D", "USETMAXREG.DEALLOC",
+    wanted = {"mma_sync": ["HMMA.16816.F32", "LDSM.16.M88.4", "LDGSTS"],
+              "wgmma": ["HGMMA.64x128x16.F32", "UTMALDG.2D", "SYNCS.PHASECHK"],
+              "warp_specialized": ["HGMMA.64x256x16.F32", "UTMALDG.2D", "USETMAXREG.DEALLOC",
                                    "USETMAXREG.TRY_ALLOC"]}[step]
-    for instruction in wanted:
-        assert instruction in sass, (step, instruction)
+    mma = wanted[0]
+    for name, part in _functions(sass).items():
+        fp16 = "6__half" in name  # the mangled name of the kernel's element type
+        assert f" {mma}{'' if fp16 else '.BF16'} " in part, (step, name)  # fp16 is the MMA's unsuffixed type
+        for instruction in wanted[1:]:
+            assert instruction in part, (step, name, instruction)
+    assert {"6__half" in name for name in _functions(sass)} == {True, False}
+
+
+def _functions(sass: str) -> dict[str, str]:
+    """cuobjdump's SASS, function name -> its instructions."""
+    parts = sass.split("Function : ")[1:]
+    return {part.split()[0]: part for part in parts}
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("step", HOPPER_STEPS)
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("m,n,k", [(128, 256, 64), (256, 768, 192), (512, 512, 1024)])
-def test_gpu_hgemm(kl_ops, step, m, n, k):
-    a = randn_cuda((m, k), torch.bfloat16, 13)
-    bt = randn_cuda((n, k), torch.bfloat16, 14)
-    c = empty_like_nan(torch.empty((m, n), device="cuda", dtype=torch.bfloat16))
+def test_gpu_hgemm(kl_ops, step, dtype, m, n, k):
+    ty = runtime.torch_dtype(dtype)
+    a = randn_cuda((m, k), ty, 13)
+    bt = randn_cuda((n, k), ty, 14)
+    c = empty_like_nan(torch.empty((m, n), device="cuda", dtype=ty))
     kl_ops.hgemm(a, bt.t(), c, step)
-    assert cuda_rel_err(c, a.double() @ bt.t().double()) < runtime.TOLERANCE["bf16"]
+    assert cuda_rel_err(c, a.double() @ bt.t().double()) < runtime.TOLERANCE[dtype]
 
 
 @pytest.mark.gpu

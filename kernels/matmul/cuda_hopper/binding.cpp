@@ -11,12 +11,21 @@ namespace {
 
 using namespace kl::binding;
 
+// A step's launcher of element type T on the tensors' memory.
+template <typename T>
+int launch(kl::HgemmLaunch<T> fn, const at::Tensor& a, const at::Tensor& bt, at::Tensor& c, int64_t m, int64_t n,
+           int64_t k) {
+  return fn(reinterpret_cast<const T*>(a.data_ptr()), reinterpret_cast<const T*>(bt.data_ptr()),
+            reinterpret_cast<T*>(c.data_ptr()), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+            stream_of(a));
+}
+
 std::vector<int64_t> hgemm_tile(c10::string_view step) {
   const kl::HgemmStep info = find_step("hgemm", kl::hgemm_steps(), step);
   return {info->bm, info->bn, info->bk};
 }
 
-// c (M, N) = a (M, K) @ b (K, N): a and c row-major, b K-major (b.t() contiguous), all bf16.
+// c (M, N) = a (M, K) @ b (K, N): a and c row-major, b K-major (b.t() contiguous), all bf16 or all fp16.
 void hgemm(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, c10::string_view step) {
   const char* op = "hgemm";
   const std::string name(step.data(), step.size());
@@ -24,7 +33,7 @@ void hgemm(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, c10::string_
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && c.dim() == 2, "kernellab.", op, ": a, b, c must be 2-D, got ",
               dims(a.sizes()), ", ", dims(b.sizes()), ", ", dims(c.sizes()));
   const at::Tensor bt = b.t();  // (N, K): what the kernels read, row-major
-  check_args(op, {{"a", a}, {"b.t()", bt}, {"c", c}}, {at::kBFloat16}, true, false);
+  check_args(op, {{"a", a}, {"b.t()", bt}, {"c", c}}, {at::kBFloat16, at::kHalf}, true, false);
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   TORCH_CHECK(b.size(0) == k, "kernellab.", op, ": a is ", dims(a.sizes()), " but b is ", dims(b.sizes()),
               " (inner sizes differ)");
@@ -40,10 +49,8 @@ void hgemm(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, c10::string_
     TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "kernellab.", op,
                 ": a, b, c must start at 16-byte aligned addresses");
   const c10::cuda::CUDAGuard guard(a.device());
-  const int status =
-      info->launch(reinterpret_cast<const __nv_bfloat16*>(a.data_ptr()), reinterpret_cast<const __nv_bfloat16*>(bt.data_ptr()),
-                   reinterpret_cast<__nv_bfloat16*>(c.data_ptr()), static_cast<int>(m), static_cast<int>(n),
-                   static_cast<int>(k), stream_of(a));
+  const int status = a.scalar_type() == at::kHalf ? launch(info->launch_fp16, a, bt, c, m, n, k)
+                                                   : launch(info->launch_bf16, a, bt, c, m, n, k);
   TORCH_CHECK(status != kl::kErrNeedsSm90a, "kernellab.", op, " (", name,
               "): the library holds no sm_90a code for this step; rebuild with TORCH_CUDA_ARCH_LIST=9.0a");
   check_status(op, step, status);

@@ -1,5 +1,5 @@
-// bf16 tensor-core GEMM on Hopper, C (M, N) = A (M, K) @ B (K, N): bf16 in, fp32 accumulation,
-// bf16 out. One file per step in this folder, each registering its step (tile shape and launcher)
+// 16-bit tensor-core GEMM on Hopper, C (M, N) = A (M, K) @ B (K, N): bf16 or fp16 in, fp32
+// accumulation, the same type out. One file per step in this folder, each registering its step (tile shape and launcher)
 // in the table below; their order is ladder.yaml's. hopper_common.cuh holds the PTX wrappers
 // several steps share.
 //
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "steps.h"
 
@@ -21,13 +22,14 @@ namespace kl {
 constexpr int kErrNeedsSm90a = -20;  // the library was built without sm_90a (TORCH_CUDA_ARCH_LIST=9.0a)
 
 // A launch: the step's kernel on shapes its tile divides (the binding checked them).
-using HgemmLaunch = int (*)(const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N,
-                            int K, cudaStream_t stream);
+template <typename T>
+using HgemmLaunch = int (*)(const T* A, const T* Bt, T* C, int M, int N, int K, cudaStream_t stream);
 
-// A step: its block tile (what M, N, K must be multiples of) and its launcher.
+// A step: its block tile (what M, N, K must be multiples of) and its launcher of each type.
 struct HgemmStepInfo {
   int bm, bn, bk;
-  HgemmLaunch launch;
+  HgemmLaunch<__nv_bfloat16> launch_bf16;
+  HgemmLaunch<__half> launch_fp16;
 };
 
 using HgemmStep = const HgemmStepInfo*;

@@ -7,8 +7,11 @@
 
 #include <cstdint>
 
+#include <type_traits>
+
 #include <cuda.h>  // CUtensorMap and its enums (types only: libcuda is reached through the runtime)
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
 #include "common.cuh"  // kl::allow_smem, for the launcher below
@@ -25,6 +28,23 @@ namespace kl::hopper {
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The steps' element types, bf16 and fp16: the same tiles, layouts and instructions, whose PTX names
+// the type (.bf16 or .f16). kIsHalf picks the instruction; pack2 rounds two fp32 values into one
+// 32-bit pair of the type.
+template <typename T>
+constexpr bool kIsHalf = std::is_same_v<T, __half>;
+
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (kIsHalf<T>) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
 }
 
 // The dynamic shared memory from its first 1024-byte boundary on: the 128-byte swizzle repeats every
@@ -51,14 +71,21 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem) 
                : "r"(smem_u32(smem)));
 }
 
-// d += a @ b for one 16x8x16 tile: a row-major (4 regs of bf16x2), b "col" i.e. K-major (2 regs).
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// d += a @ b for one 16x8x16 tile: a row-major (4 regs of T x2), b "col" i.e. K-major (2 regs).
+#define KL_MMA_16816(TY)                                                                               \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, " \
+               "{%8, %9}, {%0, %1, %2, %3};\n"                                                           \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                         \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (kIsHalf<T>) {
+    KL_MMA_16816("f16");
+  } else {
+    KL_MMA_16816("bf16");
+  }
 }
+#undef KL_MMA_16816
 
 // ---- Hopper: mbarrier (PTX 9.7.13.15), TMA (9.7.9.25.5), wgmma (9.7.15)
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
@@ -146,83 +173,91 @@ __device__ __forceinline__ void fence_regs(float (&d)[N]) {
 }
 
 // d (64 x N fp32, N/2 registers per thread) += A (64 x 16) @ B (16 x N), both K-major in shared
-// memory (imm-trans-a = imm-trans-b = 0), scale-d = 1 (accumulate: d starts at zero). Written out
-// for each N used (the asm names every accumulator register).
-template <int N>
-__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b);
-
-template <>
-__device__ __forceinline__ void wgmma_m64k16<128>(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+// memory (imm-trans-a = imm-trans-b = 0), scale-d = 1 (accumulate: d starts at zero), A and B of
+// type T. Written out for each N used (the asm names every accumulator register).
+#define KL_WGMMA_M64N128K16(TY)                                                                                  \
+  asm volatile(                                                                                                  \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                               \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {"                                              \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                   \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                         \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                        \
+      "%64, %65, p, 1, 1, 0, 0;\n}\n"                                                                            \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),          \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),    \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])   \
+      : "l"(desc_a), "l"(desc_b), "n"(1))
+#define KL_WGMMA_M64N256K16(TY)                                                                                          \
+  asm volatile(                                                                                                          \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                                      \
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {"                                                      \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                           \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                 \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                 \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                                 \
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                                 \
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                                 \
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                     \
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "                \
+      "%128, %129, p, 1, 1, 0, 0;\n}\n"                                                                                  \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),          \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),          \
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),          \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),          \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),          \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),          \
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),          \
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),          \
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),          \
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),          \
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),      \
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),  \
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),  \
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])   \
+      : "l"(desc_a), "l"(desc_b), "n"(1))
+template <int N, typename T>
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b) {
+  static_assert(N == 128 || N == 256, "wgmma_m64k16 is written out for N = 128 and 256");
 #if KL_SM90A
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "n"(1));
+  if constexpr (N == 128) {
+    if constexpr (kIsHalf<T>) {
+      KL_WGMMA_M64N128K16("f16");
+    } else {
+      KL_WGMMA_M64N128K16("bf16");
+    }
+  } else {
+    if constexpr (kIsHalf<T>) {
+      KL_WGMMA_M64N256K16("f16");
+    } else {
+      KL_WGMMA_M64N256K16("bf16");
+    }
+  }
 #endif
 }
+#undef KL_WGMMA_M64N128K16
+#undef KL_WGMMA_M64N256K16
 
-template <>
-__device__ __forceinline__ void wgmma_m64k16<256>(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
-#if KL_SM90A
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-      "%128, %129, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "n"(1));
-#endif
-}
-
-// Stores one warpgroup's m64nN fp32 accumulator as bf16 into C (row stride ldc) at `c` (the
+// Stores one warpgroup's m64nN fp32 accumulator as T into C (row stride ldc) at `c` (the
 // fragment's row 0, column 0). Fragment layout (PTX 9.7.15.5.1.1.1, accumulator D): warp w of the
 // warpgroup holds rows 16w..16w+15; lane l, register 4i+j holds row 16w + l/4 (+8 for j >= 2),
 // column 8i + 2*(l%4) + (j & 1).
-template <int N>
-__device__ __forceinline__ void store_m64n(const float (&d)[N / 2], __nv_bfloat16* c, int ldc, int tid) {
+template <int N, typename T>
+__device__ __forceinline__ void store_m64n(const float (&d)[N / 2], T* c, int ldc, int tid) {
   const int warp = tid / 32, lane = tid % 32;
   const int row = 16 * warp + lane / 4, col = 2 * (lane % 4);
 #pragma unroll
   for (int i = 0; i < N / 8; ++i) {
-    __nv_bfloat16* p = c + static_cast<size_t>(row) * ldc + 8 * i + col;
-    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(d[4 * i + 0], d[4 * i + 1]);
-    *reinterpret_cast<__nv_bfloat162*>(p + 8 * static_cast<size_t>(ldc)) =
-        __floats2bfloat162_rn(d[4 * i + 2], d[4 * i + 3]);
+    T* p = c + static_cast<size_t>(row) * ldc + 8 * i + col;
+    *reinterpret_cast<uint32_t*>(p) = pack2<T>(d[4 * i + 0], d[4 * i + 1]);
+    *reinterpret_cast<uint32_t*>(p + 8 * static_cast<size_t>(ldc)) = pack2<T>(d[4 * i + 2], d[4 * i + 3]);
   }
 }
 
@@ -245,11 +280,13 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 
 // ---- host
 
-// A TMA descriptor of a row-major (rows, cols) bf16 matrix, read in boxes of box_rows x 64 columns
+// A TMA descriptor of a row-major (rows, cols) matrix of T (bf16 or fp16), read in boxes of box_rows x 64 columns
 // (128 bytes: the widest box the 128-byte swizzle takes) written to shared memory in that swizzle.
 // cuTensorMapEncodeTiled is reached through the runtime's driver entry point, so the library does
 // not link libcuda. Returns kOk or a cudaError_t.
-inline int make_sw128_map(CUtensorMap* map, const __nv_bfloat16* base, int rows, int cols, int box_rows) {
+template <typename T>
+int make_sw128_map(CUtensorMap* map, const T* base, int rows, int cols, int box_rows) {
+  static_assert(sizeof(T) == 2, "64 elements make the 128-byte row of the swizzle");
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (encode == nullptr) {
     void* fn = nullptr;
@@ -261,10 +298,11 @@ inline int make_sw128_map(CUtensorMap* map, const __nv_bfloat16* base, int rows,
     encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(__nv_bfloat16)};  // of dim 1, bytes
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(T)};  // of dim 1, bytes
   const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult res = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(base), dims,
+  const CUtensorMapDataType type = kIsHalf<T> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUresult res = encode(map, type, 2, const_cast<T*>(base), dims,
                               strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return res == CUDA_SUCCESS ? kOk : static_cast<int>(cudaErrorInvalidValue);
@@ -288,9 +326,8 @@ inline bool library_has_sm90a() {
 
 // The host side of a step whose kernel reads A and B^T through 128-byte-swizzled TMA maps: the
 // maps, the kernel's shared memory, one block per BM x BN tile of C.
-template <int BM, int BN, int kThreads, size_t kSmem, typename Kernel>
-int launch_tma_gemm(Kernel kernel, const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N,
-                    int K, cudaStream_t stream) {
+template <int BM, int BN, int kThreads, size_t kSmem, typename T, typename Kernel>
+int launch_tma_gemm(Kernel kernel, const T* A, const T* Bt, T* C, int M, int N, int K, cudaStream_t stream) {
   if (!library_has_sm90a()) return kl::kErrNeedsSm90a;
   CUtensorMap mapA, mapB;
   int status = kl::hopper::make_sw128_map(&mapA, A, M, K, BM);
@@ -303,17 +340,16 @@ int launch_tma_gemm(Kernel kernel, const __nv_bfloat16* A, const __nv_bfloat16* 
 
 }  // namespace
 
-// A TMA step's host side: its launcher (launch_tma_gemm with the tiles of the step's namespace NS) and
-// its row of the hgemm step table, under the step's name.
-#define KL_HGEMM_TMA_STEP(name, NS, kernel)                                                                     \
-  namespace kl {                                                                                                \
-  namespace {                                                                                                   \
-  int launch_##name(const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N, int K,    \
-                    cudaStream_t stream) {                                                                      \
-    return launch_tma_gemm<NS::BM, NS::BN, NS::kThreads, NS::kSmem>(kernel<__nv_bfloat16>, A, Bt, C, M, N, K,  \
-                                                                    stream);                                    \
-  }                                                                                                             \
-  constexpr HgemmStepInfo name{NS::BM, NS::BN, NS::BK, &launch_##name};                                        \
-  }                                                                                                             \
-  KL_STEP(hgemm, name);                                                                                         \
+// A TMA step's host side: its launchers (launch_tma_gemm with the tiles of the step's namespace NS,
+// one per element type) and its row of the hgemm step table, under the step's name.
+#define KL_HGEMM_TMA_STEP(name, NS, kernel)                                                             \
+  namespace kl {                                                                                        \
+  namespace {                                                                                           \
+  template <typename T>                                                                                 \
+  int launch_##name(const T* A, const T* Bt, T* C, int M, int N, int K, cudaStream_t stream) {          \
+    return launch_tma_gemm<NS::BM, NS::BN, NS::kThreads, NS::kSmem>(kernel<T>, A, Bt, C, M, N, K, stream); \
+  }                                                                                                     \
+  constexpr HgemmStepInfo name{NS::BM, NS::BN, NS::BK, &launch_##name<__nv_bfloat16>, &launch_##name<__half>}; \
+  }                                                                                                     \
+  KL_STEP(hgemm, name);                                                                                 \
   }

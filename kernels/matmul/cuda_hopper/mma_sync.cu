@@ -1,5 +1,5 @@
-// Hopper GEMM ladder, step mma_sync: tensor cores the Ampere way. C = A @ B, bf16 in, fp32
-// accumulation, bf16 out; A (M, K) and Bt (N, K) row-major (hgemm.h); M, N multiples of 128,
+// Hopper GEMM ladder, step mma_sync: tensor cores the Ampere way. C = A @ B, bf16 (or fp16) in,
+// fp32 accumulation, the same type out; A (M, K) and Bt (N, K) row-major (hgemm.h); M, N multiples of 128,
 // K of 32.
 //
 // A block of 8 warps computes a 128x128 tile of C; each warp a 64x32 sub-tile as 4x4 tiles of
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(ms::kThreads)
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < NI; ++ni) mma_bf16_16816(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+        for (int ni = 0; ni < NI; ++ni) mma_16816<T>(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
     }
     __syncthreads();  // all reads of `buf` done before the next iteration's copies overwrite it
   }
@@ -85,9 +85,8 @@ __global__ void __launch_bounds__(ms::kThreads)
       const int row = rowBase + warpM * WM + mi * 16 + lane / 4;
       const int col = colBase + warpN * WN + ni * 8 + 2 * (lane % 4);
       T* p = C + static_cast<size_t>(row) * N + col;
-      *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(acc[mi][ni][0], acc[mi][ni][1]);
-      *reinterpret_cast<__nv_bfloat162*>(p + 8 * static_cast<size_t>(N)) =
-          __floats2bfloat162_rn(acc[mi][ni][2], acc[mi][ni][3]);
+      *reinterpret_cast<uint32_t*>(p) = pack2<T>(acc[mi][ni][0], acc[mi][ni][1]);
+      *reinterpret_cast<uint32_t*>(p + 8 * static_cast<size_t>(N)) = pack2<T>(acc[mi][ni][2], acc[mi][ni][3]);
     }
   }
 }
@@ -95,14 +94,14 @@ __global__ void __launch_bounds__(ms::kThreads)
 namespace kl {
 namespace {
 
-int launch_mma_sync(const __nv_bfloat16* A, const __nv_bfloat16* Bt, __nv_bfloat16* C, int M, int N, int K,
-                    cudaStream_t stream) {
+template <typename T>
+int launch_mma_sync(const T* A, const T* Bt, T* C, int M, int N, int K, cudaStream_t stream) {
   const dim3 grid(N / ms::BN, M / ms::BM);
-  hgemm_mma_sync<__nv_bfloat16><<<grid, ms::kThreads, 0, stream>>>(A, Bt, C, M, N, K);
+  hgemm_mma_sync<T><<<grid, ms::kThreads, 0, stream>>>(A, Bt, C, M, N, K);
   return static_cast<int>(cudaGetLastError());
 }
 
-constexpr HgemmStepInfo mma_sync{ms::BM, ms::BN, ms::BK, &launch_mma_sync};
+constexpr HgemmStepInfo mma_sync{ms::BM, ms::BN, ms::BK, &launch_mma_sync<__nv_bfloat16>, &launch_mma_sync<__half>};
 
 }  // namespace
 KL_STEP(hgemm, mma_sync);

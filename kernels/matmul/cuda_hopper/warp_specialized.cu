@@ -1,5 +1,5 @@
 // Hopper GEMM ladder, step warp_specialized: a producer warpgroup and two consumer warpgroups.
-// C = A @ B, bf16 in, fp32 accumulation, bf16 out; A (M, K) and Bt (N, K) row-major (hgemm.h);
+// C = A @ B, bf16 (or fp16) in, fp32 accumulation, the same type out; A (M, K) and Bt (N, K) row-major (hgemm.h);
 // M a multiple of 128, N of 256, K of 64. Needs sm_90a.
 //
 // A block of 3 warpgroups per 128x256 tile of C. Warpgroup 0, the producer, drops to 40 registers
@@ -78,13 +78,13 @@ __global__ void __launch_bounds__(ws::kThreads, 1)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk)
-      wgmma_m64k16<BN>(d, sw128_desc(sA + s * kTileA + half * 64 * BK + kk * 16), sw128_desc(sB + s * kTileB + kk * 16));
+      wgmma_m64k16<BN, T>(d, sw128_desc(sA + s * kTileA + half * 64 * BK + kk * 16), sw128_desc(sB + s * kTileB + kk * 16));
     wgmma_commit();
     wgmma_wait<0>();
     fence_regs(d);
     if (tid % 32 == 0) mbar_arrive(&empty[s]);  // this warp is done reading stage s
   }
-  store_m64n<BN>(d, C + static_cast<size_t>(rowBase + 64 * half) * N + colBase, N, tid);
+  store_m64n<BN, T>(d, C + static_cast<size_t>(rowBase + 64 * half) * N + colBase, N, tid);
 #endif
 }
 

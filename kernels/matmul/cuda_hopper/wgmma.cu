@@ -1,5 +1,5 @@
-// Hopper GEMM ladder, step wgmma: Hopper's warpgroup MMA fed by TMA. C = A @ B, bf16 in, fp32
-// accumulation, bf16 out; A (M, K) and Bt (N, K) row-major (hgemm.h); M, N multiples of 128, K of
+// Hopper GEMM ladder, step wgmma: Hopper's warpgroup MMA fed by TMA. C = A @ B, bf16 (or fp16) in,
+// fp32 accumulation, the same type out; A (M, K) and Bt (N, K) row-major (hgemm.h); M, N multiples of 128, K of
 // 64. Needs sm_90a (the library built with TORCH_CUDA_ARCH_LIST=9.0a, setup.py's default).
 //
 // One warpgroup (128 threads) per 128x128 tile of C, as two m64n128 halves: per k16 slice, two
@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
     for (int kk = 0; kk < BK / 16; ++kk) {
       const uint64_t db = sw128_desc(sB + s * kTileB + kk * 16);
 #pragma unroll
-      for (int m = 0; m < 2; ++m) wgmma_m64k16<BN>(d[m], sw128_desc(sA + s * kTileA + m * 64 * BK + kk * 16), db);
+      for (int m = 0; m < 2; ++m) wgmma_m64k16<BN, T>(d[m], sw128_desc(sA + s * kTileA + m * 64 * BK + kk * 16), db);
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(wg::kThreads, 1)
 
 #pragma unroll
   for (int m = 0; m < 2; ++m)
-    store_m64n<BN>(d[m], C + static_cast<size_t>(rowBase + 64 * m) * N + colBase, N, tid);
+    store_m64n<BN, T>(d[m], C + static_cast<size_t>(rowBase + 64 * m) * N + colBase, N, tid);
 #endif
 }
 
