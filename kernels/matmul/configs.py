@@ -10,8 +10,8 @@ import triton
 #
 # * the pointer body (any strides, any dtype, the interpreter's too): one C tile per
 #   program, operands fetched with ``tl.load`` (cp.async + wgmma on sm_90);
-# * the TMA body (fp16/bf16, or fp32 on the TF32 tensor cores with B K-major, rows
-#   starting on 16-byte boundaries, sm_90+): persistent (one program per SM walking the
+# * the TMA body (fp16/bf16, or fp32 on the TF32 tensor cores, rows starting on 16-byte
+#   boundaries, sm_90+): persistent (one program per SM walking the
 #   tiles, and with SPLIT_K the K pieces of each, in grouped order), operands fetched by the
 #   Tensor Memory Accelerator through device-side tensor descriptors
 #   (``tl.make_tensor_descriptor``: zero padding past the edges, so no masks), the tile
@@ -93,8 +93,8 @@ _TILES = {
         (16, 128, 128, 4, 4),
     ],
     # fp32 storage on the TF32 tensor cores. wgmma takes TF32 operands only K-major, so
-    # the launcher hands the kernel B transposed ([N, K] rows, a copy inside the call
-    # unless B already is) and TMA brings both operands in K-major; the pointer body
+    # above SKINNY_M the launcher hands the kernel B transposed ([N, K] rows, a copy inside
+    # the call unless B already is) and TMA brings both operands in K-major; the pointer body
     # (calls TMA cannot take) reads the same K-major B with 16-byte copies. 4-byte
     # elements, so BLOCK_K = 32 keeps the bytes per stage of the 16-bit tiles.
     "tf32": [
@@ -102,6 +102,21 @@ _TILES = {
         (128, 128, 32, 4, 8, "tma_nosub"),
         (128, 128, 32, 4, 4, "tma_ws"),
         (128, 64, 32, 4, 4, "tma_nosub"),
+        (16, 64, 64, 4, 4),
+        (16, 32, 128, 4, 4),
+    ],
+    # tf32 with M <= SKINNY_M: B is read as it is (N-major: at M = 128 its copy alone took
+    # longer than the GEMM). The pointer body's 4-byte copies of such a B left 128-row cells at
+    # 0.40-0.46 of cuBLAS; these TMA configs bring B's tiles N-major at full width and Triton
+    # turns each one K-major in shared memory for wgmma (sm_90 PTX: cp.async.bulk.tensor, no
+    # cp.async; 131-213 KiB of shared memory with that staging copy), with the 16-bit skinny
+    # list's narrow tiles and split-K. 16-row tiles (pointer body): M = 16, as in "tf32".
+    "tf32_skinny": [
+        (64, 64, 64, 6, 4, "tma_nosub"),
+        (64, 128, 32, 4, 4, "tma_nosub"),
+        (128, 128, 32, 4, 8, "tma_split2"),
+        (64, 128, 32, 4, 4, "tma_split2"),
+        (128, 64, 32, 4, 4, "tma_split2"),
         (16, 64, 64, 4, 4),
         (16, 32, 128, 4, 4),
     ],
@@ -132,11 +147,12 @@ def triton_configs() -> list[triton.Config]:
 
 
 def config_kind(element_bytes: int, precision: str, m: int | None = None) -> str:
-    """Which config list suits a call: ``16bit`` (``16bit_skinny`` when M <= SKINNY_M),
-    ``tf32`` or ``ieee``."""
+    """Which config list suits a call: ``16bit`` or ``tf32`` (``16bit_skinny``, ``tf32_skinny``
+    when M <= SKINNY_M), or ``ieee``."""
+    skinny = "_skinny" if m is not None and m <= SKINNY_M else ""
     if element_bytes == 2:
-        return "16bit_skinny" if m is not None and m <= SKINNY_M else "16bit"
-    return "tf32" if precision == "tf32" else "ieee"
+        return "16bit" + skinny
+    return "tf32" + skinny if precision == "tf32" else "ieee"
 
 
 def _tile_of(config) -> tuple:

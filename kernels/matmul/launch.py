@@ -64,13 +64,14 @@ def b_kmajor(b) -> bool:
 
 def tma_ok(a, b, out, precision: str = "tf32") -> bool:
     """Whether this call can take the TMA body on sm_90+ (or the interpreter, which
-    emulates descriptors): 16-bit operands, or fp32 on the TF32 tensor cores with B
-    K-major; unit inner strides (B's along K when K-major), row strides and base
-    addresses multiples of 16 bytes (what a TMA descriptor requires)."""
+    emulates descriptors): 16-bit operands, or fp32 on the TF32 tensor cores (a B that is
+    not K-major Triton turns K-major tile by tile in shared memory); unit inner strides
+    (B's along K when K-major), row strides and base addresses multiples of 16 bytes (what a
+    TMA descriptor requires)."""
     if b.dtype != a.dtype or out.dtype != a.dtype:
         return False
     if a.dtype == torch.float32:
-        if precision != "tf32" or not b_kmajor(b):
+        if precision != "tf32":
             return False
     elif a.dtype not in (torch.float16, torch.bfloat16):
         return False

@@ -132,7 +132,8 @@ def test_configs_per_dtype(dtype, m):
     else:
         assert any(t[0] <= 16 for t in tiles), "a tile for skinny M"
     if dtype == "tf32":
-        assert any(c.kwargs.get("TMA") for c in configs), "TMA configs for the K-major B"
+        assert any(c.kwargs.get("TMA") for c in configs), "TMA configs for B"
+        assert any(c.kwargs.get("SPLIT_K", 1) > 1 for c in configs) == (m <= mm.SKINNY_M), "split-K for skinny M"
     # the autotuner's own pruning keeps exactly these for a call of this dtype and M
     a = torch.empty(1, 1, dtype=runtime.torch_dtype(dtype))
     precision = {"fp32": "ieee"}.get(dtype, "tf32")
@@ -182,6 +183,25 @@ def test_split_k_sums_every_split_and_leaves_the_semaphores_at_zero(split_k, sha
     assert torch.equal(again, out), "split-K sums in split order: the same bits on every call"
 
 
+@pytest.mark.parametrize("shape", [(40, 72, 200), (16, 136, 96)])
+def test_tf32_at_skinny_m_reads_b_as_it_is_through_tma(shape):
+    """At M <= SKINNY_M a row-major B is not transposed: every config of the tf32 skinny list
+    runs on it (its TMA configs on the TMA body, B's tiles N-major) and gives the product, K
+    tails and split-K included."""
+    a, b = MATMUL.make_inputs(shape, "tf32", DEVICE, 7)
+    ref = MATMUL.reference(a.double(), b.double())
+    configs = mm.configs_for("tf32", shape[0])
+    assert {mm.flavour_of(c) for c in configs} >= {"tma_nosub", "tma_split2", "ptr"}
+    with runtime.matmul_precision("tf32"):
+        for config in configs:
+            out = empty_like_nan(MATMUL.out_like(a, b))
+            assert mm.uses_tma({**config.kwargs, "TMA_OK": mm.tma_ok(a, b, out)}) == bool(config.kwargs.get("TMA"))
+            mm.launch_matmul(out, a, b, config=config)
+            runtime.synchronize()
+            assert not mm.b_kmajor(b)
+            check(out, ref, "tf32", shape)
+
+
 def test_tf32_takes_b_k_major():
     """Row-major B is transposed for the tf32 tensor cores, inside the call or once and kept; a B
     already K-major is used as it is; every way gives the product."""
@@ -199,8 +219,9 @@ def test_tf32_takes_b_k_major():
         for got in [*results.values(), given]:
             check(got, ref, "tf32", shape)
         assert mm.b_kmajor(b.t().contiguous().t()) and not mm.b_kmajor(b)
-        assert mm.tma_ok(a, b.t().contiguous().t(), given, "tf32") and not mm.tma_ok(a, b, given, "tf32")
+        assert mm.tma_ok(a, b.t().contiguous().t(), given, "tf32") and mm.tma_ok(a, b, given, "tf32")
         assert not mm.tma_ok(a, b.t().contiguous().t(), given, "ieee"), "IEEE fp32 stays on the FMA units"
+        assert not mm.tma_ok(a, b, given, "ieee")
         # the kept transpose follows B: an in-place change, or another tensor, is seen on the next call
         b.mul_(-1)
         out = empty_like_nan(MATMUL.out_like(a, b))
