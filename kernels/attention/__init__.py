@@ -21,6 +21,7 @@ the Triton ladders: the forward in triton_fwd/<step>.py, the backward in triton_
 from __future__ import annotations
 
 import math
+import weakref
 
 import torch
 
@@ -57,8 +58,9 @@ def _probabilities(q, k, causal):
 
 
 # error_floor needs P as the reference does: the reference of a check (no autograd) sums the floor
-# from its own P, and error_floor, called next on the same tensors, takes it (one entry)
-_FLOOR_OF_LAST_REFERENCE: dict = {}
+# from its own P, and error_floor, called next on the same tensors, takes it. One entry, holding
+# the tensors weakly: a later tensor can never be taken for a freed one.
+_LAST_FLOOR: list = []
 
 
 def _floor_squared(p, v) -> float:
@@ -66,8 +68,22 @@ def _floor_squared(p, v) -> float:
     return float(((p * p) @ (v * v)).sum())
 
 
-def _inputs_key(q, k, v, causal) -> tuple:
-    return tuple((id(t), t._version) for t in (q, k, v)) + (bool(causal),)
+def _remember_floor(q, k, v, causal, floor: float | None) -> None:
+    _LAST_FLOOR.clear()
+    if floor is not None:
+        _LAST_FLOOR.append((tuple(weakref.ref(t) for t in (q, k, v)), tuple(t._version for t in (q, k, v)),
+                            bool(causal), floor))
+
+
+def _remembered_floor(q, k, v, causal) -> float | None:
+    """The floor the last reference summed, if it was of these very tensors, unchanged since."""
+    if not _LAST_FLOOR:
+        return None
+    refs, versions, was_causal, floor = _LAST_FLOOR.pop()
+    same = all(r() is t for r, t in zip(refs, (q, k, v), strict=True))
+    if same and was_causal == bool(causal) and versions == tuple(t._version for t in (q, k, v)):
+        return floor
+    return None
 
 
 def reference(q, k, v, causal=False):
@@ -79,9 +95,7 @@ def reference(q, k, v, causal=False):
         outs.append(p @ vc)
         if floor is not None:
             floor += _floor_squared(p, vc)
-    _FLOOR_OF_LAST_REFERENCE.clear()
-    if floor is not None:
-        _FLOOR_OF_LAST_REFERENCE[_inputs_key(q, k, v, causal)] = math.sqrt(floor)
+    _remember_floor(q, k, v, causal, None if floor is None else math.sqrt(floor))
     return torch.cat(outs, dim=-2)
 
 
@@ -246,7 +260,7 @@ def tolerance(shape, dtype):
 def error_floor(q, k, v, causal=False):
     """The norm of the terms each output sums, sqrt(sum_j p_ij^2 v_j^2): the output itself cancels
     (signs of v) where the terms do not, most where a row spreads over many keys."""
-    known = _FLOOR_OF_LAST_REFERENCE.pop(_inputs_key(q, k, v, causal), None)
+    known = _remembered_floor(q, k, v, causal)
     if known is not None:
         return known
     return math.sqrt(sum(_floor_squared(p, v[..., :keys, :]) for keys, p in _probabilities(q, k, causal)))

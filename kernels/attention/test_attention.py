@@ -158,6 +158,26 @@ def test_a_checks_reference_gives_the_error_floor_from_its_own_pass(monkeypatch,
     assert math.isclose(other, floor_of(q2, k, v), rel_tol=1e-12) and other != from_pass
 
 
+
+def test_the_floor_of_freed_tensors_is_never_taken_for_new_ones(monkeypatch):
+    """The remembered floor holds its tensors weakly: once they are freed, tensors made next (which
+    Python may give the same ids) get their own floor."""
+    import math
+
+    for seed in range(5):
+        with torch.no_grad():
+            first = fam.make_inputs((1, 2, 45, 8), "fp16", DEVICE, seed)
+            later = fam.make_inputs((1, 2, 45, 8), "fp16", DEVICE, seed + 100)
+            q, k, v = first[0].double(), first[1].double(), first[2].double()
+            reference(q, k, v)
+            ids = (id(q), id(k), id(v))
+            del v, k, q  # freed in this order, the next three tensors tend to get their ids back
+            q, k, v = later[0].double(), later[1].double(), later[2].double()
+            reused = ids == (id(q), id(k), id(v))
+            p = torch.softmax((q @ k.transpose(-2, -1)) / math.sqrt(8), dim=-1)
+            expected = math.sqrt(float(((p * p) @ (v * v)).sum()))
+            assert math.isclose(fam.error_floor(q, k, v), expected, rel_tol=1e-12), f"ids reused: {reused}"
+
 _SMEM_SCRIPT = r"""
 import json, sys
 import triton
