@@ -37,8 +37,11 @@ def check_only_groups(checks, summary) -> dict[tuple, list[dict]]:
     """``check_only_failures`` grouped by (kernel, impl_key, status, reason): each group's cases
     in the order met, one row per case whatever its seeds."""
     groups: dict[tuple, list[dict]] = {}
+    seen: set[tuple] = set()
     for r in check_only_failures(checks, summary):
-        rows = groups.setdefault((r["kernel"], r["impl_key"], r["status"], r["reason"]), [])
-        if all(case_label(x) != case_label(r) for x in rows):
+        group = (r["kernel"], r["impl_key"], r["status"], r["reason"])
+        rows = groups.setdefault(group, [])
+        if (group, case_label(r)) not in seen:
+            seen.add((group, case_label(r)))
             rows.append(r)
     return groups

@@ -1,7 +1,7 @@
 // 16-bit tensor-core GEMM on Hopper, C (M, N) = A (M, K) @ B (K, N): bf16 or fp16 in, fp32
-// accumulation, the same type out. One file per step in this folder, each registering its step (tile shape and launcher)
-// in the table below; their order is ladder.yaml's. hopper_common.cuh holds the PTX wrappers
-// several steps share.
+// accumulation, the same type out. One file per step in this folder, each registering its step
+// (tile shape and launchers) in the table below; their order is ladder.yaml's. hopper_common.cuh
+// holds the PTX wrappers several steps share.
 //
 // Operands: A row-major (M, K); B K-major, i.e. its transpose Bt (N, K) row-major (what wgmma and
 // ldmatrix read without a transpose: both operands have K contiguous); C row-major (M, N). The

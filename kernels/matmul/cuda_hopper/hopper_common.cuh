@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-
 #include <type_traits>
 
 #include <cuda.h>  // CUtensorMap and its enums (types only: libcuda is reached through the runtime)
