@@ -138,6 +138,8 @@ def test_section_of_the_fixture_timeline():
     # wall: 0 s to the report's end at 328.2 s; the jobs' sum: 368.5 s
     assert view.note.startswith("From the first job's start to the last job's end: 5 min 28 s. "
                                 "The 10 jobs took 6 min 08 s together (1.1× the wall time")
+    assert view.note.endswith("On gpu 0 no job ran for 36.0 s (11% of the 5 min 19 s from its first job's start to "
+                              "its last job's end); the longest waits: 35.4 s between survey and measure gelu.")
     assert [r.cells[0] for r in view.costliest.rows][:3] == ["measure matmul", "measure gelu", "build_cuda gelu"]
     assert len(view.costliest) == 10 and view.costliest.rows[0].cells[2:5] == ["136.6", "130.0", "35.3%"]
     # phases summed over the measure jobs (225 s): tuning 20 + 70 s, over two implementations
@@ -158,6 +160,25 @@ def test_no_section_without_a_timeline_and_killed_jobs_said(tmp_path):
     view = section(tmp_path, "x")
     assert "1 job(s) never recorded their end (killed)" in view.note and "4.0 s" in view.note
     assert [r.cells[0] for r in view.costliest.rows] == ["survey"] and not view.phases
+
+
+def test_the_gpus_waits_between_jobs_are_summed_and_the_longest_named():
+    from kernellab.report.timeline import gpu_waits
+
+    def job(name, device, start, end, host="h"):
+        return {"job": name, "device": device, "start": start, "end": end, "host": host}
+
+    jobs = [job("survey", "gpu 0", 0, 10), job("build", "cpu", 0, 100), job("measure a", "gpu 0", 11, 50),
+            # b overlaps a (two jobs on one GPU): no wait between them, and c waits for b's end
+            job("measure b", "gpu 0", 40, 60), job("measure c", "gpu 0", 160, 170), job("ncu", "gpu 0", 172, 200)]
+    (w,) = gpu_waits(jobs)
+    assert (w.device, w.span, w.idle) == ("gpu 0", 200, 1 + 100 + 2)
+    # waits under MIN_GAP_S are the scheduler's turn: summed, not named
+    assert w.gaps == [(100, "measure b", "measure c")]
+    two = gpu_waits([job("x", "gpu 0", 0, 1, "a"), job("y", "gpu 0", 30, 31, "a"), job("z", "gpu 0", 0, 5, "b")])
+    assert [(w.device, w.idle, [g[1:] for g in w.gaps]) for w in two] == [("a: gpu 0", 29, [("x", "y")]),
+                                                                          ("b: gpu 0", 0, [])]
+    assert gpu_waits([job("build", "cpu", 0, 9)]) == []
 
 
 def test_jobs_side_by_side_on_one_device_get_lanes_of_their_own():

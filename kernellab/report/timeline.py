@@ -1,7 +1,7 @@
 """The report's section on where the run's time went, from the set's timeline.csv
 (``kernellab.workflow.timeline``): the Gantt chart, the ten costliest jobs, the run's wall time
-against the sum of its jobs, and each phase's total. A set without timeline.csv (one made before
-timelines, a reference) has no section."""
+against the sum of its jobs, the time each GPU waited between its jobs, and each phase's
+total. A set without timeline.csv (one made before timelines, a reference) has no section."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from kernellab.report.views import Image
 
 NAME = "timeline.csv"
 TOP = 10
+GAPS = 3  # the longest waits of a GPU named in the note
+MIN_GAP_S = 5.0  # shorter waits are a job's start-up and Snakemake's turn, not worth naming
 
 
 @dataclass
@@ -61,6 +63,54 @@ def _costliest(jobs: list[dict], total: float, t0: float) -> Table:
     return t
 
 
+@dataclass
+class GpuWait:
+    device: str  # "gpu 0", or "host: gpu 0" on a cluster
+    span: float  # from the device's first job's start to its last job's end
+    idle: float  # the part of span no job of the device ran
+    gaps: list[tuple[float, str, str]]  # the longest waits: (seconds, the job before, the job after)
+
+
+def gpu_waits(jobs: list[dict]) -> list[GpuWait]:
+    """For each GPU of the run, the time between its first job's start and its last job's end
+    in which none of its jobs ran, with the longest such waits and the jobs either side: what the
+    jobs' own records cannot show (a job's start-up before it records itself, its exit after,
+    the scheduler's turn between two jobs)."""
+    hosts = {j["host"] for j in jobs}
+    by: dict[str, list[dict]] = {}
+    for j in jobs:
+        if j["device"].startswith("gpu") and math.isfinite(j["start"]) and math.isfinite(j["end"]):
+            by.setdefault(f"{j['host']}: {j['device']}" if len(hosts) > 1 else j["device"], []).append(j)
+    waits = []
+    for device, own in sorted(by.items()):
+        own.sort(key=lambda j: j["start"])
+        idle, gaps, last = 0.0, [], own[0]
+        for j in own[1:]:
+            if j["start"] > last["end"]:
+                gap = j["start"] - last["end"]
+                idle += gap
+                if gap >= MIN_GAP_S:
+                    gaps.append((gap, last["job"], j["job"]))
+            if j["end"] > last["end"]:
+                last = j
+        span = max(j["end"] for j in own) - own[0]["start"]
+        waits.append(GpuWait(device, span, idle, sorted(gaps, key=lambda g: -g[0])[:GAPS]))
+    return waits
+
+
+def _waits_note(waits: list[GpuWait]) -> str:
+    parts = []
+    for w in waits:
+        if w.span <= 0:
+            continue
+        text = (f" On {w.device} no job ran for {duration(w.idle)} ({100 * w.idle / w.span:.0f}% of the "
+                f"{duration(w.span)} from its first job's start to its last job's end)")
+        if w.gaps:
+            text += "; the longest waits: " + ", ".join(f"{duration(g)} between {a} and {b}" for g, a, b in w.gaps)
+        parts.append(text + ".")
+    return "".join(parts)
+
+
 def _phase_totals(jobs: list[dict], phases: list[dict]) -> Table:
     """Each phase's seconds over every measure job, against the measure jobs' own."""
     measure = sum(j["seconds"] for j in jobs if j["rule"] == "measure" and math.isfinite(j["seconds"]))
@@ -91,6 +141,7 @@ def section(set_dir: Path, hardware: str) -> TimelineView | None:
     note = (f"From the first job's start to the last job's end: {duration(wall)}. The {len(finished)} jobs took "
             f"{duration(total)} together")
     note += f" ({total / wall:.1f}× the wall time: jobs ran side by side)." if wall > 0 else "."
+    note += _waits_note(gpu_waits(finished))
     if len(finished) < len(jobs):
         note += f" {len(jobs) - len(finished)} job(s) never recorded their end (killed): left out of the sums."
     data = plot_timeline.timeline_figure(jobs, phases, f"{hardware}: where the run's time went")
