@@ -3,6 +3,7 @@ section of the report."""
 
 import json
 import math
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +12,8 @@ import pytest
 
 from kernellab.engine import phases
 from kernellab.workflow import timeline
+
+_STARTED = time.monotonic()  # at import: after this process started, before any test ran
 
 
 class _Wildcards(dict):
@@ -42,12 +45,16 @@ def test_a_job_records_its_rule_wildcards_device_and_phases(tmp_path, monkeypatc
         running = json.loads(timeline.record_path(log).read_text())
     assert running["status"] == "running" and "end" not in running
     rows = timeline.gather(tmp_path / "set")
-    job, phase = rows
+    job, startup, phase = rows
     assert (job["kind"], job["job"], job["rule"], job["family"], job["set"]) == (
         "job", "measure softmax", "measure", "softmax", "cpu-x")
     assert job["device"] == "gpu 3" and job["status"] == "ok" and job["seconds"] >= 0
     assert (phase["kind"], phase["job"], phase["impl"], phase["phase"]) == ("phase", "measure softmax", "triton",
                                                                            "check")
+    # the job began with this process (pytest's, seconds before the record): the start-up until its record
+    assert startup["phase"] == "start-up" and job["start"] == startup["start"] < startup["end"] == running["start"]
+    imported = time.time() - (time.monotonic() - _STARTED)
+    assert imported - 600 < running["process_start"] <= imported
     assert job["start"] <= phase["start"] <= phase["end"] <= job["end"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # a GPU job on a host without one pins none
     assert timeline.device_of(True) == "cpu" and timeline.device_of(False) == "cpu"
@@ -92,6 +99,8 @@ def test_gather_keeps_a_killed_job_and_leaves_out_broken_records(tmp_path, caplo
     gelu = df[df["job"] == "measure gelu"].iloc[0]
     assert gelu["status"] == "unfinished" and gelu["end"] == "" and gelu["seconds"] == ""
     assert df[df["job"] == "survey"].iloc[0]["seconds"] == "2.5"
+    # a record without its process's start (made before timelines had it) starts where it says
+    assert not (df["phase"] == "start-up").any()
     assert "ptx/gelu.job.json left out" in caplog.text and "ncu.job.json left out" in caplog.text
 
 

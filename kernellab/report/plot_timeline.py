@@ -14,7 +14,8 @@ from kernellab.report.plots import DPI, colors_for, png_bytes, style
 
 # the phases' own colours, apart from the rules' (which come from the palette)
 PHASE_COLORS = {"tune": "#6a3d9a", "check": "#33a02c", "bench": "#e31a1c", "compile": "#ff7f00",
-                "compile ahead": "#fdbf6f", "torch.compile": "#b15928", "profile": "#1f78b4"}
+                "compile ahead": "#fdbf6f", "torch.compile": "#b15928", "profile": "#1f78b4",
+                "start-up": "#bbbbbb"}
 
 
 def _finite(r: dict) -> bool:

@@ -118,7 +118,7 @@ def _phase_totals(jobs: list[dict], phases: list[dict]) -> Table:
               numeric=[False, True, True, True])
     by: dict[str, list[dict]] = {}
     for p in phases:
-        if math.isfinite(p["seconds"]):
+        if p["rule"] == "measure" and math.isfinite(p["seconds"]):
             by.setdefault(p["phase"], []).append(p)
     for name, rows in sorted(by.items(), key=lambda kv: -sum(p["seconds"] for p in kv[1])):
         seconds = sum(p["seconds"] for p in rows)

@@ -56,6 +56,18 @@ def device_of(uses_gpu: bool) -> str:
     return f"gpu {visible}" if uses_gpu and visible not in ("", "-1") else "cpu"
 
 
+def process_start() -> float | None:
+    """When this process started (seconds since the epoch), or None where /proc has no answer: a
+    job's start-up (the interpreter, Snakemake's preamble, imports) comes before it can record
+    itself. /proc gives the start in clock ticks after boot, the boot clock the time since."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        since = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return time.time() - since
+
+
 def _status(exc: BaseException | None) -> str:
     if exc is None:
         return "ok"
@@ -79,7 +91,8 @@ def job_record(log_path: str | None, job=None):
     resources = getattr(job, "resources", None)
     gpu = resources.get("gpu", 0) if hasattr(resources, "get") else 0
     rec = {"rule": str(getattr(job, "rule", "")), "wildcards": _wildcards(job), "host": socket.gethostname(),
-           "pid": os.getpid(), "start": time.time(), "status": "running", "device": device_of(bool(gpu))}
+           "pid": os.getpid(), "process_start": process_start(), "start": time.time(), "status": "running",
+           "device": device_of(bool(gpu))}
     _write(path, rec)
     exc = None
     try:
@@ -118,13 +131,20 @@ def rows_of(rec: dict) -> list[dict]:
     wc = rec.get("wildcards") if isinstance(rec.get("wildcards"), dict) else {}
     name = job_name(rec["rule"], wc)
     start, end = _number(rec.get("start")), _number(rec.get("end"))
+    # the job began with its process: what came before its record is its start-up phase (a
+    # process start more than a minute early is not a job's: a record written by hand, a clock gone wrong)
+    began = _number(rec.get("process_start"))
+    began = began if math.isfinite(began) and start - 60 < began < start else start
     status = rec.get("status") or ""
     if not math.isfinite(end):
         status = "unfinished"  # killed before it could write its end
     base = {"job": name, "rule": rec["rule"], "family": wc.get("kernel", ""), "set": wc.get("set", ""),
             "device": rec.get("device", ""), "host": rec.get("host", "")}
-    rows = [{**base, "kind": "job", "impl": "", "phase": "", "start": start, "end": end, "seconds": end - start,
+    rows = [{**base, "kind": "job", "impl": "", "phase": "", "start": began, "end": end, "seconds": end - began,
              "status": status}]
+    if began < start:
+        rows.append({**base, "kind": "phase", "impl": "", "phase": "start-up", "start": began, "end": start,
+                     "seconds": start - began, "status": ""})
     for p in rec.get("phases") or []:
         ps, pe = _number(p.get("start")), _number(p.get("end"))
         if math.isfinite(ps) and math.isfinite(pe):
