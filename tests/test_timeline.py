@@ -104,6 +104,36 @@ def test_gather_keeps_a_killed_job_and_leaves_out_broken_records(tmp_path, caplo
     assert "ptx/gelu.job.json left out" in caplog.text and "ncu.job.json left out" in caplog.text
 
 
+def test_a_job_run_again_keeps_its_interrupted_attempt_and_a_stale_one_is_left_out(tmp_path, monkeypatch):
+    from kernellab.report.timeline import section
+
+    monkeypatch.setattr(timeline, "process_start", lambda: None)  # each attempt its own process: by its record
+
+    log = tmp_path / "logs" / "measure" / "gelu.log"
+    job = _job("measure", gpu=1, set="s", kernel="gelu")
+    with pytest.raises(KeyboardInterrupt), timeline.job_record(str(log), job):
+        raise KeyboardInterrupt  # the device's time limit, say: the run is resumed
+    with timeline.job_record(str(log), job):
+        pass
+    records = sorted(p.name for p in log.parent.glob("*.job.json"))
+    assert len(records) == 2 and records[1] == "gelu.job.json" and records[0].startswith("gelu.attempt-")
+    rows = [r for r in timeline.gather(tmp_path) if r["kind"] == "job"]
+    assert [(r["job"], r["status"]) for r in rows] == [("measure gelu", "interrupted"), ("measure gelu", "ok")]
+    # a job that ends well replaces its record: a rerun after a change is a new run of it
+    with timeline.job_record(str(log), job):
+        pass
+    assert len(list(log.parent.glob("*.job.json"))) == 2
+    # the report counts the attempt's time as work no result comes from
+    timeline.write(tmp_path)
+    assert "1 attempt(s) ended early (interrupted) and their jobs ran again" in section(tmp_path, "x").note
+    # an attempt the job's record followed only after RESUMED_WITHIN_S is another run's
+    (attempt,) = log.parent.glob("*.attempt-*")
+    rec = json.loads(attempt.read_text())
+    rec.update(start=rec["start"] - 2 * timeline.RESUMED_WITHIN_S, end=rec["end"] - 2 * timeline.RESUMED_WITHIN_S)
+    attempt.write_text(json.dumps(rec))
+    assert [r["status"] for r in timeline.gather(tmp_path) if r["kind"] == "job"] == ["ok"]
+
+
 def test_gather_leaves_out_the_job_that_gathers(tmp_path):
     import os
 

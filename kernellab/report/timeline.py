@@ -98,6 +98,14 @@ def gpu_waits(jobs: list[dict]) -> list[GpuWait]:
     return waits
 
 
+def _ran_again(jobs: list[dict]) -> list[dict]:
+    """The attempts of a job that ran again after them (a resumed run's interrupted jobs)."""
+    last: dict[str, dict] = {}
+    for j in sorted(jobs, key=lambda j: j["start"]):
+        last[j["job"]] = j
+    return [j for j in jobs if last[j["job"]] is not j]
+
+
 def _waits_note(waits: list[GpuWait]) -> str:
     parts = []
     for w in waits:
@@ -141,6 +149,11 @@ def section(set_dir: Path, hardware: str) -> TimelineView | None:
     note = (f"From the first job's start to the last job's end: {duration(wall)}. The {len(finished)} jobs took "
             f"{duration(total)} together")
     note += f" ({total / wall:.1f}× the wall time: jobs ran side by side)." if wall > 0 else "."
+    again = _ran_again(jobs)
+    if again:
+        spent = sum(j["seconds"] for j in again if math.isfinite(j["seconds"]))
+        note += (f" {len(again)} attempt(s) ended early ({', '.join(sorted({j['status'] for j in again}))}) and their "
+                 f"jobs ran again: {duration(spent)} of work no result comes from.")
     note += _waits_note(gpu_waits(finished))
     if len(finished) < len(jobs):
         note += f" {len(jobs) - len(finished)} job(s) never recorded their end (killed): left out of the sums."

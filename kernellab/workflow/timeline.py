@@ -4,8 +4,10 @@ work (``kernellab.engine.phases``), as the set's ``timeline.csv``.
 Every job records itself (``job_record``, entered by ``pipeline.logged``, which every script
 passes through) in a small JSON file beside its log, ``<log>.job.json``: once when it starts
 (status ``running``) and again when it ends, with its phases. A job killed outright leaves its
-first record, which ``gather`` reports as ``unfinished``. The report and publish steps
-``gather`` a set's records into its ``timeline.csv``.
+first record, which ``gather`` reports as ``unfinished``. A job that runs again (a run resumed
+after an interruption or a failure) moves the record of its attempt that did not end well aside
+(``<log>.attempt-<ms>.job.json``), so the time it cost stays in the timeline. The report and
+publish steps ``gather`` a set's records into its ``timeline.csv``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ log = logging.getLogger("kernellab")
 COLUMNS = ["kind", "job", "rule", "family", "set", "impl", "phase", "device", "host", "start", "end", "seconds",
            "status"]
 SUFFIX = ".job.json"
+ATTEMPT = ".attempt-"
 NAME = "timeline.csv"
+# an earlier attempt belongs to the run that resumed it when that run came within this time; one
+# older (a run interrupted last week, then the code changed) is another run's and is left out
+RESUMED_WITHIN_S = 3600.0
 
 
 def record_path(log_path: str | os.PathLike) -> Path:
@@ -88,6 +94,7 @@ def job_record(log_path: str | None, job=None):
         yield
         return
     path = record_path(log_path)
+    _set_attempt_aside(path)
     resources = getattr(job, "resources", None)
     gpu = resources.get("gpu", 0) if hasattr(resources, "get") else 0
     rec = {"rule": str(getattr(job, "rule", "")), "wildcards": _wildcards(job), "host": socket.gethostname(),
@@ -103,6 +110,23 @@ def job_record(log_path: str | None, job=None):
     finally:
         rec.update(end=time.time(), status=_status(exc), device=device_of(bool(gpu)), phases=phases.recorded())
         _write(path, rec)
+
+
+def _set_attempt_aside(path: Path) -> None:
+    """An earlier record of this job that did not end well (interrupted, failed, killed: a job runs
+    again only after one of those or a change) keeps its time as an attempt beside it."""
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(rec, dict) or rec.get("status") == "ok":
+        return
+    start = _number(rec.get("start"))
+    stamp = round(1000 * (start if math.isfinite(start) else time.time()))
+    try:
+        path.rename(path.with_name(f"{path.name.removesuffix(SUFFIX)}{ATTEMPT}{stamp}{SUFFIX}"))
+    except OSError as exc:
+        log.warning("timeline: the earlier attempt %s not kept: %s", path, exc)
 
 
 def _write(path: Path, rec: dict) -> None:
@@ -129,7 +153,7 @@ def job_name(rule: str, wildcards: dict) -> str:
 def rows_of(rec: dict) -> list[dict]:
     """A job record as timeline rows: the job's, then its phases' (``kind`` job | phase)."""
     wc = rec.get("wildcards") if isinstance(rec.get("wildcards"), dict) else {}
-    name = job_name(rec["rule"], wc)
+    name = _name(rec)
     start, end = _number(rec.get("start")), _number(rec.get("end"))
     # the job began with its process: what came before its record is its start-up phase (a
     # process start more than a minute early is not a job's: a record written by hand, a clock gone wrong)
@@ -156,8 +180,9 @@ def rows_of(rec: dict) -> list[dict]:
 def gather(set_dir: str | os.PathLike) -> list[dict]:
     """Every job record under ``set_dir``'s logs as timeline rows, by start. A record that cannot
     be read, or has no rule or start, is left out with a warning; the record of the job calling
-    this (still running) is left out."""
-    rows = []
+    this (still running) is left out, and so is an earlier attempt that the job's own record did
+    not follow within RESUMED_WITHIN_S (another run's)."""
+    records = []
     for path in sorted(Path(set_dir).glob(f"logs/**/*{SUFFIX}")):
         try:
             rec = json.loads(path.read_text())
@@ -169,9 +194,29 @@ def gather(set_dir: str | os.PathLike) -> list[dict]:
             continue
         if rec.get("status") == "running" and rec.get("pid") == os.getpid():
             continue
+        records.append((ATTEMPT in path.name, rec))
+    latest = {_name(rec): _number(rec["start"]) for attempt, rec in records if not attempt}
+    rows = []
+    for attempt, rec in records:
+        if attempt and not _resumed(rec, latest.get(_name(rec))):
+            continue
         rows += rows_of(rec)
     rows.sort(key=lambda r: (r["start"], r["kind"] != "job"))
     return rows
+
+
+def _name(rec: dict) -> str:
+    return job_name(rec["rule"], rec.get("wildcards") if isinstance(rec.get("wildcards"), dict) else {})
+
+
+def _resumed(attempt: dict, next_start: float | None) -> bool:
+    """Whether the job's latest record (starting at ``next_start``; None: none yet) followed this
+    attempt within RESUMED_WITHIN_S of its end (of its start, if it never wrote one)."""
+    if next_start is None:
+        return True
+    end = _number(attempt.get("end"))
+    last = end if math.isfinite(end) else _number(attempt.get("start"))
+    return next_start - last <= RESUMED_WITHIN_S
 
 
 def write(set_dir: str | os.PathLike, out_csv: str | os.PathLike | None = None) -> Path | None:
