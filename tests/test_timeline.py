@@ -36,8 +36,15 @@ def _no_phases():
     phases.clear()
 
 
+def test_this_process_start_is_read_before_this_module_was_imported():
+    imported = time.time() - (time.monotonic() - _STARTED)
+    assert imported - timeline.STARTUP_MAX_S < timeline.process_start() <= imported
+
+
 def test_a_job_records_its_rule_wildcards_device_and_phases(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    # a job's process started 2 s before it records itself (pytest's own started long before)
+    monkeypatch.setattr(timeline, "process_start", lambda: time.time() - 2.0)
     log = tmp_path / "set" / "logs" / "measure" / "softmax.log"
     with timeline.job_record(str(log), _job("measure", gpu=1, set="cpu-x", kernel="softmax")):
         with phases.phase("check", "triton"):
@@ -51,10 +58,9 @@ def test_a_job_records_its_rule_wildcards_device_and_phases(tmp_path, monkeypatc
     assert job["device"] == "gpu 3" and job["status"] == "ok" and job["seconds"] >= 0
     assert (phase["kind"], phase["job"], phase["impl"], phase["phase"]) == ("phase", "measure softmax", "triton",
                                                                            "check")
-    # the job began with this process (pytest's, seconds before the record): the start-up until its record
+    # the job began with its process: the start-up until its record
     assert startup["phase"] == "start-up" and job["start"] == startup["start"] < startup["end"] == running["start"]
-    imported = time.time() - (time.monotonic() - _STARTED)
-    assert imported - 600 < running["process_start"] <= imported
+    assert startup["seconds"] == pytest.approx(2.0, abs=0.5)
     assert job["start"] <= phase["start"] <= phase["end"] <= job["end"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # a GPU job on a host without one pins none
     assert timeline.device_of(True) == "cpu" and timeline.device_of(False) == "cpu"

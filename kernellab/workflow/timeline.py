@@ -35,6 +35,7 @@ NAME = "timeline.csv"
 # an earlier attempt belongs to the run that resumed it when that run came within this time; one
 # older (a run interrupted last week, then the code changed) is another run's and is left out
 RESUMED_WITHIN_S = 3600.0
+STARTUP_MAX_S = 600.0
 
 
 def record_path(log_path: str | os.PathLike) -> Path:
@@ -156,9 +157,9 @@ def rows_of(rec: dict) -> list[dict]:
     name = _name(rec)
     start, end = _number(rec.get("start")), _number(rec.get("end"))
     # the job began with its process: what came before its record is its start-up phase (a
-    # process start more than a minute early is not a job's: a record written by hand, a clock gone wrong)
+    # process start ten minutes early is not a job's start-up: a clock gone wrong, a record by hand)
     began = _number(rec.get("process_start"))
-    began = began if math.isfinite(began) and start - 60 < began < start else start
+    began = began if math.isfinite(began) and start - STARTUP_MAX_S < began < start else start
     status = rec.get("status") or ""
     if not math.isfinite(end):
         status = "unfinished"  # killed before it could write its end
