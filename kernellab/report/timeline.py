@@ -17,7 +17,7 @@ from kernellab.report.views import Image
 NAME = "timeline.csv"
 TOP = 10
 GAPS = 3  # the longest waits of a GPU named in the note
-MIN_GAP_S = 5.0  # shorter waits are a job's start-up and Snakemake's turn, not worth naming
+MIN_GAP_S = 5.0  # shorter waits are a job's exit and Snakemake's turn, not worth naming
 
 
 @dataclass
@@ -74,8 +74,8 @@ class GpuWait:
 def gpu_waits(jobs: list[dict]) -> list[GpuWait]:
     """For each GPU of the run, the time between its first job's start and its last job's end
     in which none of its jobs ran, with the longest such waits and the jobs either side: what the
-    jobs' own records cannot show (a job's start-up before it records itself, its exit after,
-    the scheduler's turn between two jobs)."""
+    jobs' own records cannot show (a job's exit after its last record, the scheduler's turn
+    between two jobs, an attempt whose record is gone)."""
     hosts = {j["host"] for j in jobs}
     by: dict[str, list[dict]] = {}
     for j in jobs:
