@@ -73,7 +73,10 @@ def test_tiny_run_set_has_a_timeline_row_per_job_and_phases_of_measure_jobs(tiny
         assert {"check", "bench"} <= set(mine["phase"]), kernel
         job = jobs[jobs["job"] == f"measure {kernel}"].iloc[0]
         assert (mine["start"] >= job["start"]).all() and (mine["end"] <= job["end"]).all()
-    assert set(phases["rule"]) == {"measure"}
+    # every job's start-up (its process's start to its first record), and the measure jobs' work
+    startup = phases["phase"] == "start-up"
+    assert set(phases[startup]["job"]) == set(jobs["job"]) and (phases[startup]["seconds"] > 0).all()
+    assert set(phases[~startup]["rule"]) == {"measure"}
     env = json.loads((out / "environment.json").read_text())
     assert env["wall_s"] >= 0
 
