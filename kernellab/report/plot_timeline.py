@@ -22,11 +22,17 @@ def _finite(r: dict) -> bool:
     return math.isfinite(r["start"]) and math.isfinite(r["end"])
 
 
+def devices(jobs: list[dict]) -> list[str]:
+    """Each job's device as the chart names it: ``gpu 0``, or ``host: gpu 0`` where the jobs ran on
+    several hosts (a cluster)."""
+    hosts = {j["host"] for j in jobs}
+    return [f"{j['host']}: {j['device']}" if len(hosts) > 1 else j["device"] for j in jobs]
+
+
 def lanes(jobs: list[dict]) -> tuple[list[str], dict[int, int]]:
     """(lane labels, {index of a job: its lane}): a lane per device and host (GPUs first), split
     where jobs overlap on it (a job takes the first of its device's lanes free at its start)."""
-    hosts = {j["host"] for j in jobs}
-    dev_of = [f"{j['host']}: {j['device']}" if len(hosts) > 1 else j["device"] for j in jobs]
+    dev_of = devices(jobs)
     ends: dict[str, list[float]] = {}  # device -> the last end on each of its lanes
     sub: dict[int, int] = {}
     for i in sorted(range(len(jobs)), key=lambda i: jobs[i]["start"]):

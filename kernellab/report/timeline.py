@@ -76,11 +76,10 @@ def gpu_waits(jobs: list[dict]) -> list[GpuWait]:
     in which none of its jobs ran, with the longest such waits and the jobs either side: what the
     jobs' own records cannot show (a job's exit after its last record, the scheduler's turn
     between two jobs, an attempt whose record is gone)."""
-    hosts = {j["host"] for j in jobs}
     by: dict[str, list[dict]] = {}
-    for j in jobs:
+    for j, device in zip(jobs, plot_timeline.devices(jobs), strict=True):
         if j["device"].startswith("gpu") and math.isfinite(j["start"]) and math.isfinite(j["end"]):
-            by.setdefault(f"{j['host']}: {j['device']}" if len(hosts) > 1 else j["device"], []).append(j)
+            by.setdefault(device, []).append(j)
     waits = []
     for device, own in sorted(by.items()):
         own.sort(key=lambda j: j["start"])

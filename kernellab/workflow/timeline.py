@@ -153,8 +153,8 @@ def job_name(rule: str, wildcards: dict) -> str:
 
 def rows_of(rec: dict) -> list[dict]:
     """A job record as timeline rows: the job's, then its phases' (``kind`` job | phase)."""
-    wc = rec.get("wildcards") if isinstance(rec.get("wildcards"), dict) else {}
-    name = _name(rec)
+    wc = _record_wildcards(rec)
+    name = job_name(rec["rule"], wc)
     start, end = _number(rec.get("start")), _number(rec.get("end"))
     # the job began with its process: what came before its record is its start-up phase (a
     # process start ten minutes early is not a job's start-up: a clock gone wrong, a record by hand)
@@ -206,8 +206,12 @@ def gather(set_dir: str | os.PathLike) -> list[dict]:
     return rows
 
 
+def _record_wildcards(rec: dict) -> dict:
+    return rec.get("wildcards") if isinstance(rec.get("wildcards"), dict) else {}
+
+
 def _name(rec: dict) -> str:
-    return job_name(rec["rule"], rec.get("wildcards") if isinstance(rec.get("wildcards"), dict) else {})
+    return job_name(rec["rule"], _record_wildcards(rec))
 
 
 def _resumed(attempt: dict, next_start: float | None) -> bool:
