@@ -293,3 +293,49 @@ def test_preparations_launch_no_kernel_on_the_gpu(tmp_path):
     assert list(events) == ["triton@autotuned", "triton@fused_row", "compiled"]
     assert events["triton@autotuned"] == [] and events["triton@fused_row"] == []
     assert all(name.startswith("Memcpy") and us < 2.0 for name, us in events["compiled"]), events["compiled"]
+
+
+def test_a_peer_compiling_on_fake_tensors_is_called_on_them_forward_and_backward():
+    """``prepare.on_fake_tensors`` makes each case's call under FakeTensorMode: the forward and the
+    backward (its saved forward, then autograd's backward through the library's function) see fake
+    tensors of each case's shape and dtype, the seeded draws included; a case that fails is left
+    for its turn and does not stop the others."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    from kernellab.engine.prepare import on_fake_tensors
+
+    seen = []
+
+    class Library(torch.autograd.Function):  # stands for the peer: it compiles per shape, here it notes it
+        @staticmethod
+        def forward(ctx, x, scale):
+            seen.append(("fwd", type(x), tuple(x.shape), x.dtype))
+            if x.shape[0] == 3:
+                raise ValueError("no kernel for three rows")
+            return x * scale
+
+        @staticmethod
+        def backward(ctx, dy):
+            seen.append(("bwd", type(dy), tuple(dy.shape), dy.dtype))
+            return dy * 2, None
+
+    fam = kit.Family(title="t", dtypes=("fp32", "bf16"), grads=("dx",), params={"scale": [2.0]},
+                     make_inputs=lambda shape, dtype, device, seed, scale=2.0: (kit.randn(shape, dtype, device, seed),),
+                     reference=lambda x, scale=2.0: x * scale, out_like=lambda x, scale=2.0: torch.empty_like(x))
+    fam.add("torch_fused", lambda out, x, scale=2.0: out.copy_(Library.apply(x, scale)))
+    fam.add_autograd("torch_fused", lambda x, scale=2.0: Library.apply(x, scale), passes=("backward",))
+    fam.named("t")
+    cases = [Case("t", "", shape, dtype, (("scale", 2.0),)) for shape, dtype in (((4, 8), "fp32"), ((3, 5), "fp32"),
+                                                                               ((2, 6), "bf16"))]
+    for key in ("torch_fused", "torch_fused.bwd"):
+        seen.clear()
+        on_fake_tensors(fam, fam.impls[key], cases, "cpu")
+        assert all(kind is FakeTensor for _, kind, _, _ in seen), seen
+        calls = [(d, shape, dtype) for d, _, shape, dtype in seen]
+        if key == "torch_fused":
+            assert calls == [("fwd", (4, 8), torch.float32), ("fwd", (3, 5), torch.float32),
+                             ("fwd", (2, 6), torch.bfloat16)]
+        else:  # the three rows' case fails at its saved forward; the others run their backward
+            assert calls == [("fwd", (4, 8), torch.float32), ("bwd", (4, 8), torch.float32),
+                             ("fwd", (3, 5), torch.float32), ("fwd", (2, 6), torch.bfloat16),
+                             ("bwd", (2, 6), torch.bfloat16)]

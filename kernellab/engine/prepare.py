@@ -3,13 +3,15 @@
 A measure job runs its implementations one at a time, each in a worker of its own
 (``isolate.run_in_turn``). Most of a Triton or torch.compile worker's time is CPU work
 that touches no GPU: importing Inductor, compiling Triton kernels and autotune configs,
-lowering graphs. ``preparation`` gives that work, so the worker can do it on the spare
-cores while earlier implementations are timed, and only time when its turn comes.
+lowering graphs, compiling a peer's CuTe-DSL kernels. ``preparation`` gives that work, so
+the worker can do it on the spare cores while earlier implementations are timed, and only
+time when its turn comes.
 
 A preparation launches no kernel on the GPU, so it does not disturb the timing beside it:
 Triton kernels are compiled from arguments on the ``meta`` device (shapes and dtypes, no
-memory), and torch.compile graphs are lowered by Inductor without being run (lowering
-does make a few sub-microsecond memcpys per graph, seen under the CUDA profiler). What it
+memory), torch.compile graphs are lowered by Inductor without being run (lowering
+does make a few sub-microsecond memcpys per graph, seen under the CUDA profiler), and a
+peer that compiles for fake tensors (FlashAttention-4) is called on them. What it
 compiles lands in the worker's own caches and the run's disk caches, where the timed part
 finds it. A preparation is only a head start: if it fails, the worker compiles as it runs
 and reports what goes wrong there.
@@ -25,6 +27,7 @@ from typing import Callable
 from kernellab.engine import runtime
 from kernellab.engine.cases import Case
 from kernellab.engine.registry import Family, Impl
+from kernellab.kit.peers import PEERS, load
 
 log = logging.getLogger("kernellab")
 
@@ -42,7 +45,36 @@ def preparation(family: Family, impl: Impl, tuned: list[Case], untuned: list[Cas
         return lambda: precompile(family, impl, tuned, "meta", workers, untuned)
     if impl.backend == "compile":
         return lambda: _compiled(family, impl, tuned + untuned)
+    peer = PEERS.get(impl.backend)
+    if peer is not None and peer.compiles_on_fake_tensors:
+        return lambda: on_fake_tensors(family, impl, tuned + untuned, device)
     return None
+
+
+def on_fake_tensors(family: Family, impl: Impl, cases: list[Case], device: str) -> None:
+    """Make each case's call (its saved forward too, for a backward) on fake tensors of its
+    shapes on ``device``: a library that compiles per shape and launches nothing for fake
+    tensors (``Peer.compiles_on_fake_tensors``) fills its caches, and the turn finds them.
+    The library is imported first, outside the mode, so nothing it makes at import is fake."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from kernellab.engine.calls import case_call
+
+    t0 = time.perf_counter()
+    peer = PEERS.get(impl.backend)
+    if peer is not None:
+        load(peer, peer.module)
+    done, left, first = 0, 0, ""
+    for case in cases:
+        try:
+            with FakeTensorMode(), runtime.matmul_precision(case.dtype):
+                case_call(family, impl, case, device).run()
+            done += 1
+        except Exception as exc:  # noqa: BLE001 - its turn compiles it and reports what fails
+            left += 1
+            first = first or f"{case.shape} {case.dtype}: {type(exc).__name__}: {exc}"[:300]
+    log.info("%s %s: compiled %d cases ahead on fake tensors (%d left for its turn%s) in %.1f s", family.name,
+             impl.key, done, left, f"; first: {first}" if first else "", time.perf_counter() - t0)
 
 
 def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:

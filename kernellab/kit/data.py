@@ -22,11 +22,12 @@ def randn(shape, dtype: str, device: str, seed: int, scale: float = 1.0, offset:
 
 
 def generator(device: str, seed: int):
-    """A generator on ``device`` seeded with ``seed``; None on ``meta``, where inputs are
-    shapes and dtypes only (what ``kernellab.engine.prepare`` compiles from)."""
+    """A generator on ``device`` seeded with ``seed``; None on ``meta`` and under a fake-tensor
+    mode, where inputs are shapes and dtypes only (what ``kernellab.engine.prepare`` compiles from)."""
     import torch
+    from torch._guards import active_fake_mode
 
-    if torch.device(device).type == "meta":
+    if torch.device(device).type == "meta" or active_fake_mode() is not None:
         return None
     return torch.Generator(device=device).manual_seed(int(seed))
 

@@ -30,6 +30,8 @@ class Peer:
     min_capability: tuple[int, int] = (0, 0)  # the least compute capability it runs on
     max_cols: int = 0  # the longest row (last dimension) it takes; 0: any
     row_align: int = 0  # the bytes a row's length must be a multiple of; 0: any
+    # compiles its kernels for fake tensors and launches none (kernellab.engine.prepare compiles it ahead)
+    compiles_on_fake_tensors: bool = False
 
 
 # Liger's row kernels hold a row in one block of next_power_of_2(cols) and refuse longer rows
@@ -39,8 +41,11 @@ LIGER = Peer("liger", "Liger-Kernel", "liger-kernel", "liger_kernel", max_cols=6
 # and loads rows in 16-byte vectors: a row of 1001 bf16 fails its assertion ("not divisible by
 # vector size 8") or its compile ("cp_size only supports (32, 64, 128)"), seen on an H200
 QUACK = Peer("quack", "QuACK", "quack-kernels", "quack", min_capability=(9, 0), row_align=16)
-# FlashAttention-4's CuTe-DSL kernels (the same CUTLASS DSL as QuACK's), for Hopper and Blackwell
-FA4 = Peer("fa4", "FlashAttention-4", "flash-attn-4", "flash_attn.cute", min_capability=(9, 0))
+# FlashAttention-4's CuTe-DSL kernels (the same CUTLASS DSL as QuACK's), for Hopper and Blackwell; under
+# torch's FakeTensorMode it compiles and skips the launch, its documented way to fill its cache
+# (flash_attn.cute.testing.maybe_fake_tensor_mode)
+FA4 = Peer("fa4", "FlashAttention-4", "flash-attn-4", "flash_attn.cute", min_capability=(9, 0),
+           compiles_on_fake_tensors=True)
 PEERS = {p.impl: p for p in (LIGER, QUACK, FA4)}
 
 

@@ -218,3 +218,29 @@ def test_sm90_shared_memory_fits():
     assert shared and any(k.startswith("triton@hopper") for k in shared)
     too_big = {k: v for k, v in shared.items() if v > 227 * 1024}
     assert not too_big, too_big
+
+
+@pytest.mark.gpu
+def test_fa4_compiled_ahead_on_fake_tensors_launches_nothing_and_its_turn_finds_it():
+    """FlashAttention-4's preparation (``prepare.on_fake_tensors``): no kernel on the GPU while it
+    compiles the forward and the backward, and the real calls after it compile nothing more."""
+    pytest.importorskip("flash_attn.cute")
+    from flash_attn.cute import interface
+
+    from kernellab.engine.calls import case_call
+    from kernellab.engine.prepare import on_fake_tensors
+
+    cases = [Case("attention", "", (1, 2, 200, 64), "bf16", (("causal", causal),)) for causal in (False, True)]
+    caches = (interface._flash_attn_fwd.compile_cache, interface._flash_attn_bwd.compile_cache)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for key in ("fa4", "fa4.bwd"):
+            on_fake_tensors(fam, fam.impls[key], cases, "cuda")
+        torch.cuda.synchronize()
+    assert not [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    compiled = [set(c.cache) for c in caches]
+    assert all(compiled), "nothing compiled on fake tensors"
+    for key in ("fa4", "fa4.bwd"):
+        for case in cases:
+            case_call(fam, fam.impls[key], case, "cuda").run()
+    torch.cuda.synchronize()
+    assert [set(c.cache) for c in caches] == compiled  # every real call found its kernel
