@@ -55,6 +55,9 @@ FLAVOURS = {
     # sums all the partials in split order (the same bits whichever program is last) and
     # stores C: a serial fix-up in one kernel, no atomics on C.
     "tma_split2": {"TMA": True, "EPILOGUE_SUBTILE": 1, "FLATTEN": False, "SPLIT_K": 2},
+    # the same, one program per work item (tile and K piece): a tile small enough for two
+    # programs to share an SM gets two there (a persistent grid holds one per SM)
+    "tma_split2_grid": {"TMA": True, "PERSISTENT": False, "EPILOGUE_SUBTILE": 1, "FLATTEN": False, "SPLIT_K": 2},
 }
 META_DEFAULTS = {"TMA": False, "PERSISTENT": True, "EPILOGUE_SUBTILE": 1, "WARP_SPECIALIZE": False,
                  "FLATTEN": True, "SPLIT_K": 1}
@@ -117,6 +120,11 @@ _TILES = {
         (128, 128, 32, 4, 8, "tma_split2"),
         (64, 128, 32, 4, 4, "tma_split2"),
         (128, 64, 32, 4, 4, "tma_split2"),
+        # two programs per SM (106 and 82 KiB of shared memory against 131 KiB above): at
+        # 128x8192x8192 the one-program config above waited on each K-step's loads and
+        # re-layout with 4 warps per SM (cuBLAS keeps 8)
+        (128, 64, 32, 3, 4, "tma_split2_grid"),
+        (64, 64, 32, 4, 4, "tma_split2_grid"),
         (16, 64, 64, 4, 4),
         (16, 32, 128, 4, 4),
     ],
