@@ -339,3 +339,55 @@ def test_a_peer_compiling_on_fake_tensors_is_called_on_them_forward_and_backward
             assert calls == [("fwd", (4, 8), torch.float32), ("bwd", (4, 8), torch.float32),
                              ("fwd", (3, 5), torch.float32), ("fwd", (2, 6), torch.bfloat16),
                              ("bwd", (2, 6), torch.bfloat16)]
+
+
+@pytest.mark.gpu
+def test_peers_compiled_in_a_capture_run_nothing_and_their_turn_compiles_nothing_more(tmp_path):
+    """Liger's and QuACK's preparations (``prepare.captured``) on RMSNorm, forward and backward, from
+    cold caches: no kernel on the GPU while they compile, and the real calls after them compile
+    nothing more (Triton's compiles and CuTe's, counted)."""
+    pytest.importorskip("liger_kernel")
+    pytest.importorskip("quack")
+    from torch.profiler import ProfilerActivity, profile
+
+    from kernellab.engine.calls import case_call
+    from kernellab.engine.prepare import preparation
+
+    fam = REGISTRY.family("rms_norm")
+    cases = [Case("rms_norm", "", shape, dtype, ()) for shape, dtype in (((300, 4096), "bf16"), ((64, 2048), "fp32"))]
+
+    def work():
+        os.environ["TRITON_CACHE_DIR"] = str(tmp_path / "triton")
+        os.environ["QUACK_CACHE_DIR"] = str(tmp_path / "quack")
+        import cutlass.cute as cute
+        import triton
+
+        compiles = []
+        triton.knobs.runtime.jit_post_compile_hook = lambda *args, **kwargs: compiles.append("triton")
+        cute_compile = cute.compile
+
+        def counted(*args, **kwargs):
+            compiles.append("cute")
+            return cute_compile(*args, **kwargs)
+
+        cute.compile = counted
+        for key in ("liger", "liger.bwd", "quack", "quack.bwd"):
+            compiles.clear()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                preparation(fam, fam.impls[key], cases, [], "cuda", 1)()
+                torch.cuda.synchronize()
+            ahead = list(compiles)
+            compiles.clear()
+            for case in cases:
+                case_call(fam, fam.impls[key], case, "cuda").run()
+            torch.cuda.synchronize()
+            yield {"impl": key, "ahead": ahead, "in_turn": list(compiles),
+                   "gpu_events": [e.name for e in prof.events() if e.device_type.name == "CUDA"]}
+
+    records, problem = isolate.run(work, 600)
+    assert not problem, problem
+    assert [r["impl"] for r in records] == ["liger", "liger.bwd", "quack", "quack.bwd"]
+    for r in records:
+        assert r["gpu_events"] == [], r
+        assert r["ahead"], r
+        assert r["in_turn"] == [], r

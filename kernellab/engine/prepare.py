@@ -3,17 +3,18 @@
 A measure job runs its implementations one at a time, each in a worker of its own
 (``isolate.run_in_turn``). Most of a Triton or torch.compile worker's time is CPU work
 that touches no GPU: importing Inductor, compiling Triton kernels and autotune configs,
-lowering graphs, compiling a peer's CuTe-DSL kernels. ``preparation`` gives that work, so
+lowering graphs, compiling a peer's kernels. ``preparation`` gives that work, so
 the worker can do it on the spare cores while earlier implementations are timed, and only
 time when its turn comes.
 
 A preparation launches no kernel on the GPU, so it does not disturb the timing beside it:
 Triton kernels are compiled from arguments on the ``meta`` device (shapes and dtypes, no
 memory), torch.compile graphs are lowered by Inductor without being run (lowering
-does make a few sub-microsecond memcpys per graph, seen under the CUDA profiler), and a
-peer that compiles for fake tensors (FlashAttention-4) is called on them. What it
-compiles lands in the worker's own caches and the run's disk caches, where the timed part
-finds it. A preparation is only a head start: if it fails, the worker compiles as it runs
+does make a few sub-microsecond memcpys per graph, seen under the CUDA profiler), a peer
+that compiles for fake tensors (FlashAttention-4) is called on them, and one that compiles
+on a kernel's first launch (Liger, QuACK) is called inside a CUDA graph capture that is
+never replayed. What it compiles lands in the worker's own caches and the run's disk
+caches, where the timed part finds it. A preparation is only a head start: if it fails, the worker compiles as it runs
 and reports what goes wrong there.
 """
 
@@ -48,6 +49,8 @@ def preparation(family: Family, impl: Impl, tuned: list[Case], untuned: list[Cas
     peer = PEERS.get(impl.backend)
     if peer is not None and peer.compiles_on_fake_tensors:
         return lambda: on_fake_tensors(family, impl, tuned + untuned, device)
+    if peer is not None and peer.compiles_when_captured:
+        return lambda: captured(family, impl, tuned + untuned)
     return None
 
 
@@ -75,6 +78,39 @@ def on_fake_tensors(family: Family, impl: Impl, cases: list[Case], device: str) 
             first = first or f"{case.shape} {case.dtype}: {type(exc).__name__}: {exc}"[:300]
     log.info("%s %s: compiled %d cases ahead on fake tensors (%d left for its turn%s) in %.1f s", family.name,
              impl.key, done, left, f"; first: {first}" if first else "", time.perf_counter() - t0)
+
+
+def captured(family: Family, impl: Impl, cases: list[Case]) -> None:
+    """Make each case's call inside a CUDA graph capture that is never replayed: a library that
+    compiles each kernel on its first launch and launches on torch's current stream
+    (``Peer.compiles_when_captured``: Liger's Triton kernels, QuACK's) compiles them there, and
+    its launches, like the inputs' draws, go into a graph that is dropped unrun. The capture is
+    relaxed (a kernel's first launch loads its module), and its inputs come from the default
+    generator (``kit.data.generator``): a seeded one cannot be captured, and a compile needs
+    shapes, not values."""
+    import torch
+
+    from kernellab.engine.calls import case_call
+
+    t0 = time.perf_counter()
+    peer = PEERS.get(impl.backend)
+    if peer is not None:
+        load(peer, peer.module)
+    done, left, first = 0, 0, ""
+    for case in cases:
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, capture_error_mode="relaxed"), runtime.matmul_precision(case.dtype):
+                case_call(family, impl, case, "cuda").run()
+            done += 1
+        except Exception as exc:  # noqa: BLE001 - its turn compiles it and reports what fails
+            left += 1
+            first = first or f"{case.shape} {case.dtype}: {type(exc).__name__}: {exc}"[:300]
+        finally:
+            del graph
+    torch.cuda.empty_cache()
+    log.info("%s %s: compiled %d cases ahead in a CUDA graph capture (%d left for its turn%s) in %.1f s",
+             family.name, impl.key, done, left, f"; first: {first}" if first else "", time.perf_counter() - t0)
 
 
 def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:

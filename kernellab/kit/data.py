@@ -21,13 +21,22 @@ def randn(shape, dtype: str, device: str, seed: int, scale: float = 1.0, offset:
     return (x * scale + offset).to(dtype=torch_dtype(dtype))
 
 
+def capturing() -> bool:
+    """Whether this thread's CUDA stream is capturing a graph (``kernellab.engine.prepare``). A
+    process that has not initialised CUDA is not, and asking does not initialise it."""
+    import torch
+
+    return torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()
+
+
 def generator(device: str, seed: int):
-    """A generator on ``device`` seeded with ``seed``; None on ``meta`` and under a fake-tensor
-    mode, where inputs are shapes and dtypes only (what ``kernellab.engine.prepare`` compiles from)."""
+    """A generator on ``device`` seeded with ``seed``; None on ``meta``, under a fake-tensor mode
+    and while a CUDA graph is being captured, where inputs are shapes and dtypes only (what
+    ``kernellab.engine.prepare`` compiles from; a capture takes only the default generator)."""
     import torch
     from torch._guards import active_fake_mode
 
-    if torch.device(device).type == "meta" or active_fake_mode() is not None:
+    if torch.device(device).type == "meta" or active_fake_mode() is not None or capturing():
         return None
     return torch.Generator(device=device).manual_seed(int(seed))
 

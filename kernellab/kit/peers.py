@@ -32,15 +32,19 @@ class Peer:
     row_align: int = 0  # the bytes a row's length must be a multiple of; 0: any
     # compiles its kernels for fake tensors and launches none (kernellab.engine.prepare compiles it ahead)
     compiles_on_fake_tensors: bool = False
+    # compiles each kernel on its first launch, and launches on torch's current stream: inside a CUDA
+    # graph capture that is never replayed it compiles and runs nothing (kernellab.engine.prepare)
+    compiles_when_captured: bool = False
 
 
 # Liger's row kernels hold a row in one block of next_power_of_2(cols) and refuse longer rows
 # (liger_kernel.ops.utils.calculate_settings: MAX_FUSED_SIZE).
-LIGER = Peer("liger", "Liger-Kernel", "liger-kernel", "liger_kernel", max_cols=65536)
+LIGER = Peer("liger", "Liger-Kernel", "liger-kernel", "liger_kernel", max_cols=65536, compiles_when_captured=True)
 # QuACK's kernels are written for Hopper and Blackwell (clusters, TMA); its README asks for one.
 # and loads rows in 16-byte vectors: a row of 1001 bf16 fails its assertion ("not divisible by
 # vector size 8") or its compile ("cp_size only supports (32, 64, 128)"), seen on an H200
-QUACK = Peer("quack", "QuACK", "quack-kernels", "quack", min_capability=(9, 0), row_align=16)
+QUACK = Peer("quack", "QuACK", "quack-kernels", "quack", min_capability=(9, 0), row_align=16,
+             compiles_when_captured=True)
 # FlashAttention-4's CuTe-DSL kernels (the same CUTLASS DSL as QuACK's), for Hopper and Blackwell; under
 # torch's FakeTensorMode it compiles and skips the launch, its documented way to fill its cache
 # (flash_attn.cute.testing.maybe_fake_tensor_mode)
