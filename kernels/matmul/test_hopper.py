@@ -23,7 +23,7 @@ HOPPER_STEPS = [s.step for s in MATMUL.ladders()["cuda_hopper"]]
 def test_hopper_steps_take_16_bit_types_in_ladder_order():
     """Each step of cuda_hopper/ runs bf16 and fp16 only (the SGEMM ladder keeps fp32), in ladder.yaml's
     order, and is run by the hgemm runner rather than the sgemm one."""
-    assert HOPPER_STEPS == ["mma_sync", "wgmma", "warp_specialized"]
+    assert HOPPER_STEPS == ["mma_sync", "wgmma", "warp_specialized", "in_flight"]
     assert set(HOPPER_STEPS) <= mm.HOPPER_STEPS
     for s in MATMUL.ladders()["cuda_hopper"]:
         assert s.dtypes == ("bf16", "fp16") and not s.supports("fp32") and not s.supports("tf32")
@@ -99,7 +99,10 @@ def test_hopper_steps_compile_for_sm90a_to_their_tensor_core_instructions(step, 
     wanted = {"mma_sync": ["HMMA.16816.F32", "LDSM.16.M88.4", "LDGSTS"],
               "wgmma": ["HGMMA.64x128x16.F32", "UTMALDG.2D", "SYNCS.PHASECHK"],
               "warp_specialized": ["HGMMA.64x256x16.F32", "UTMALDG.2D", "USETMAXREG.DEALLOC",
-                                   "USETMAXREG.TRY_ALLOC"]}[step]
+                                   "USETMAXREG.TRY_ALLOC"],
+              # wgmma.wait_group 1: one group left in flight
+              "in_flight": ["HGMMA.64x256x16.F32", "UTMALDG.2D", "USETMAXREG.DEALLOC", "WARPGROUP.DEPBAR.LE gsb0, 0x1"]
+              }[step]
     mma = wanted[0]
     for name, part in _functions(sass).items():
         fp16 = "6__half" in name  # the mangled name of the kernel's element type

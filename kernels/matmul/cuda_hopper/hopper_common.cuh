@@ -171,9 +171,11 @@ __device__ __forceinline__ void fence_regs(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// d (64 x N fp32, N/2 registers per thread) += A (64 x 16) @ B (16 x N), both K-major in shared
-// memory (imm-trans-a = imm-trans-b = 0), scale-d = 1 (accumulate: d starts at zero), A and B of
-// type T. Written out for each N used (the asm names every accumulator register).
+// d (64 x N fp32, N/2 registers per thread) = A (64 x 16) @ B (16 x N) + scale_d * d, both K-major in
+// shared memory (imm-trans-a = imm-trans-b = 0), A and B of type T: scale_d 1 accumulates (d set to
+// zero before), 0 starts d from this product (no instruction but wgmma defines d, which keeps ptxas
+// from serializing groups left in flight). Written out for each N used (the asm names every
+// accumulator register).
 #define KL_WGMMA_M64N128K16(TY)                                                                                  \
   asm volatile(                                                                                                  \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                               \
@@ -191,7 +193,7 @@ __device__ __forceinline__ void fence_regs(float (&d)[N]) {
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])   \
-      : "l"(desc_a), "l"(desc_b), "n"(1))
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 #define KL_WGMMA_M64N256K16(TY)                                                                                          \
   asm volatile(                                                                                                          \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                                      \
@@ -221,9 +223,9 @@ __device__ __forceinline__ void fence_regs(float (&d)[N]) {
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),  \
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),  \
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])   \
-      : "l"(desc_a), "l"(desc_b), "n"(1))
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 template <int N, typename T>
-__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d = 1) {
   static_assert(N == 128 || N == 256, "wgmma_m64k16 is written out for N = 128 and 256");
 #if KL_SM90A
   if constexpr (N == 128) {
@@ -275,6 +277,37 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 #if KL_SM90A
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
 #endif
+}
+
+// The TMA ring of a warp-specialized step: kStages stages of a BM x BK tile of A and a BN x BK tile
+// of Bt, each guarded by `full` (the producer's copies landed, counted in bytes) and `empty` (each of
+// `consumer_warps` warps has finished reading it). init_ring sets the barriers up for the block;
+// produce_ring, run by one producer thread, fills stage t % kStages with K tile t once that stage's
+// previous tile was released.
+template <int kStages>
+__device__ __forceinline__ void init_ring(uint64_t* full, uint64_t* empty, uint32_t consumer_warps) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);                // the producer's arrive.expect_tx
+      mbar_init(&empty[s], consumer_warps);  // one arrival per consumer warp
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+}
+
+template <int BM, int BN, int BK, int kStages, typename T>
+__device__ __forceinline__ void produce_ring(T* sA, T* sB, uint64_t* full, uint64_t* empty, const CUtensorMap* mapA,
+                                             const CUtensorMap* mapB, int rowBase, int colBase, int tiles) {
+  constexpr int kTileA = BM * BK, kTileB = BN * BK;
+  constexpr uint32_t kStageBytes = (kTileA + kTileB) * sizeof(T);
+  for (int t = 0; t < tiles; ++t) {
+    const int s = t % kStages;
+    if (t >= kStages) mbar_wait(&empty[s], ((t / kStages) - 1) & 1);  // its previous tile was read
+    mbar_arrive_expect_tx(&full[s], kStageBytes);
+    tma_load_2d(sA + s * kTileA, mapA, t * BK, rowBase, &full[s]);
+    tma_load_2d(sB + s * kTileB, mapB, t * BK, colBase, &full[s]);
+  }
 }
 
 // ---- host

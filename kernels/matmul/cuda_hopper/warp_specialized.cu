@@ -42,26 +42,11 @@ __global__ void __launch_bounds__(ws::kThreads, 1)
   const int rowBase = blockIdx.y * BM, colBase = blockIdx.x * BN;
   const int tiles = K / BK;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], 1);                   // the producer's arrive.expect_tx
-      mbar_init(&empty[s], kConsumers * 4);     // one arrival per consumer warp
-    }
-    mbar_fence_init();
-  }
-  __syncthreads();
+  init_ring<kStages>(full, empty, kConsumers * 4);
 
   if (wg == 0) {  // producer
     setmaxnreg_dec<kProducerRegs>();
-    if (tid == 0) {
-      for (int t = 0; t < tiles; ++t) {
-        const int s = t % kStages;
-        if (t >= kStages) mbar_wait(&empty[s], ((t / kStages) - 1) & 1);  // its previous use was read
-        mbar_arrive_expect_tx(&full[s], kStageBytes);
-        tma_load_2d(sA + s * kTileA, &mapA, t * BK, rowBase, &full[s]);
-        tma_load_2d(sB + s * kTileB, &mapB, t * BK, colBase, &full[s]);
-      }
-    }
+    if (tid == 0) produce_ring<BM, BN, BK, kStages>(sA, sB, full, empty, &mapA, &mapB, rowBase, colBase, tiles);
     return;
   }
 
