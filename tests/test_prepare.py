@@ -260,6 +260,57 @@ def test_a_triton_backward_records_its_launches_from_shapes_and_runs_none():
             assert len({fn for fn, *_ in recorded}) >= 2, (impl.key, "the saved forward's kernel is recorded")
 
 
+def test_a_peer_compiling_on_first_launch_is_called_inside_a_capture_until_one_fails(monkeypatch):
+    """``prepare.captured`` makes each case's call inside a CUDA graph capture (here a stand-in that
+    notes it), the inputs drawn with no seeded generator while capturing; the first call that fails
+    ends the preparation, and the cases after it are left for the turn, not called."""
+    import contextlib
+
+    from kernellab.engine import prepare
+    from kernellab.kit import data
+
+    state = {"capturing": False, "graphs": 0}
+    seen = []
+
+    @contextlib.contextmanager
+    def graph(g, capture_error_mode="global"):
+        assert capture_error_mode == "relaxed"
+        state["capturing"] = True
+        try:
+            yield
+        finally:
+            state["capturing"] = False
+
+    class Graph:
+        def __init__(self):
+            state["graphs"] += 1
+
+    generators = []
+    real_generator = data.generator
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(data, "capturing", lambda: state["capturing"])
+    monkeypatch.setattr(data, "generator", lambda device, seed: generators.append(real_generator(device, seed))
+                        or generators[-1])
+
+    def library(out, x):
+        seen.append((tuple(x.shape), state["capturing"]))
+        if x.shape[0] == 3:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return out.copy_(x)
+
+    fam = kit.Family(title="t", dtypes=("fp32",), make_inputs=lambda shape, dtype, device, seed:
+                     (kit.randn(shape, dtype, device, seed),), reference=lambda x: x,
+                     out_like=lambda x: torch.empty_like(x))
+    fam.add("torch_fused", library)
+    fam.named("t")
+    cases = [Case("t", "", shape, "fp32", ()) for shape in ((4, 8), (3, 5), (2, 6))]
+    prepare.captured(fam, fam.impls["torch_fused"], cases, "cpu")
+    assert seen == [((4, 8), True), ((3, 5), True)], "the case after the failing one is not called"
+    assert state["graphs"] == 2 and generators == [None, None]
+
+
 # ------------------------------------------------------------------ on the GPU
 @pytest.mark.gpu
 def test_preparations_launch_no_kernel_on_the_gpu(tmp_path):

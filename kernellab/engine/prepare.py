@@ -50,7 +50,7 @@ def preparation(family: Family, impl: Impl, tuned: list[Case], untuned: list[Cas
     if peer is not None and peer.compiles_on_fake_tensors:
         return lambda: on_fake_tensors(family, impl, tuned + untuned, device)
     if peer is not None and peer.compiles_when_captured:
-        return lambda: captured(family, impl, tuned + untuned)
+        return lambda: captured(family, impl, tuned + untuned, device)
     return None
 
 
@@ -80,7 +80,7 @@ def on_fake_tensors(family: Family, impl: Impl, cases: list[Case], device: str) 
              impl.key, done, left, f"; first: {first}" if first else "", time.perf_counter() - t0)
 
 
-def captured(family: Family, impl: Impl, cases: list[Case]) -> None:
+def captured(family: Family, impl: Impl, cases: list[Case], device: str) -> None:
     """Make each case's call inside a CUDA graph capture that is never replayed: a library that
     compiles each kernel on its first launch and launches on torch's current stream
     (``Peer.compiles_when_captured``: Liger's Triton kernels, QuACK's) compiles them there, and
@@ -96,18 +96,21 @@ def captured(family: Family, impl: Impl, cases: list[Case]) -> None:
     peer = PEERS.get(impl.backend)
     if peer is not None:
         load(peer, peer.module)
-    done, left, first = 0, 0, ""
+    done, first = 0, ""
     for case in cases:
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph, capture_error_mode="relaxed"), runtime.matmul_precision(case.dtype):
-                case_call(family, impl, case, "cuda").run()
+                case_call(family, impl, case, device).run()
             done += 1
         except Exception as exc:  # noqa: BLE001 - its turn compiles it and reports what fails
-            left += 1
-            first = first or f"{case.shape} {case.dtype}: {type(exc).__name__}: {exc}"[:300]
+            # a call that cannot be captured (a sync, a host read) ends the capture early: the
+            # rest are left for the turn rather than captured again on a stream that refused once
+            first = f"{case.shape} {case.dtype}: {type(exc).__name__}: {exc}"[:300]
+            break
         finally:
             del graph
+    left = len(cases) - done
     torch.cuda.empty_cache()
     log.info("%s %s: compiled %d cases ahead in a CUDA graph capture (%d left for its turn%s) in %.1f s",
              family.name, impl.key, done, left, f"; first: {first}" if first else "", time.perf_counter() - t0)
