@@ -14,8 +14,8 @@ does make a few sub-microsecond memcpys per graph, seen under the CUDA profiler)
 that compiles for fake tensors (FlashAttention-4) is called on them, and one that compiles
 on a kernel's first launch (Liger, QuACK) is called inside a CUDA graph capture that is
 never replayed. What it compiles lands in the worker's own caches and the run's disk
-caches, where the timed part finds it. A preparation is only a head start: if it fails, the worker compiles as it runs
-and reports what goes wrong there.
+caches, where the timed part finds it. A preparation is only a head start: if it fails,
+the worker compiles as it runs and reports what goes wrong there.
 """
 
 from __future__ import annotations
@@ -58,26 +58,10 @@ def on_fake_tensors(family: Family, impl: Impl, cases: list[Case], device: str) 
     """Make each case's call (its saved forward too, for a backward) on fake tensors of its
     shapes on ``device``: a library that compiles per shape and launches nothing for fake
     tensors (``Peer.compiles_on_fake_tensors``) fills its caches, and the turn finds them.
-    The library is imported first, outside the mode, so nothing it makes at import is fake."""
+    A case that fails is left for its turn; the others are still made."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from kernellab.engine.calls import case_call
-
-    t0 = time.perf_counter()
-    peer = PEERS.get(impl.backend)
-    if peer is not None:
-        load(peer, peer.module)
-    done, left, first = 0, 0, ""
-    for case in cases:
-        try:
-            with FakeTensorMode(), runtime.matmul_precision(case.dtype):
-                case_call(family, impl, case, device).run()
-            done += 1
-        except Exception as exc:  # noqa: BLE001 - its turn compiles it and reports what fails
-            left += 1
-            first = first or f"{case.shape} {case.dtype}: {type(exc).__name__}: {exc}"[:300]
-    log.info("%s %s: compiled %d cases ahead on fake tensors (%d left for its turn%s) in %.1f s", family.name,
-             impl.key, done, left, f"; first: {first}" if first else "", time.perf_counter() - t0)
+    _calls_within(family, impl, cases, device, FakeTensorMode, "on fake tensors", stop_at_failure=False)
 
 
 def captured(family: Family, impl: Impl, cases: list[Case], device: str) -> None:
@@ -87,9 +71,23 @@ def captured(family: Family, impl: Impl, cases: list[Case], device: str) -> None
     its launches, like the inputs' draws, go into a graph that is dropped unrun. The capture is
     relaxed (a kernel's first launch loads its module), and its inputs come from the default
     generator (``kit.data.generator``): a seeded one cannot be captured, and a compile needs
-    shapes, not values."""
+    shapes, not values. A call that cannot be captured (a sync, a host read) ends the
+    preparation: the rest are left for the turn rather than captured again on a stream that
+    refused once."""
     import torch
 
+    def capture():
+        return torch.cuda.graph(torch.cuda.CUDAGraph(), capture_error_mode="relaxed")
+
+    _calls_within(family, impl, cases, device, capture, "in a CUDA graph capture", stop_at_failure=True)
+    torch.cuda.empty_cache()
+
+
+def _calls_within(family: Family, impl: Impl, cases: list[Case], device: str, within: Callable, where: str,
+                  stop_at_failure: bool) -> None:
+    """Each case's call inside a fresh ``within()`` context, after importing the peer's library
+    outside it (nothing it makes at import is fake or captured); a failing case is left for its
+    turn, and with ``stop_at_failure`` so are the cases after it."""
     from kernellab.engine.calls import case_call
 
     t0 = time.perf_counter()
@@ -98,22 +96,16 @@ def captured(family: Family, impl: Impl, cases: list[Case], device: str) -> None
         load(peer, peer.module)
     done, first = 0, ""
     for case in cases:
-        graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph, capture_error_mode="relaxed"), runtime.matmul_precision(case.dtype):
+            with within(), runtime.matmul_precision(case.dtype):
                 case_call(family, impl, case, device).run()
             done += 1
         except Exception as exc:  # noqa: BLE001 - its turn compiles it and reports what fails
-            # a call that cannot be captured (a sync, a host read) ends the capture early: the
-            # rest are left for the turn rather than captured again on a stream that refused once
-            first = f"{case.shape} {case.dtype}: {type(exc).__name__}: {exc}"[:300]
-            break
-        finally:
-            del graph
-    left = len(cases) - done
-    torch.cuda.empty_cache()
-    log.info("%s %s: compiled %d cases ahead in a CUDA graph capture (%d left for its turn%s) in %.1f s",
-             family.name, impl.key, done, left, f"; first: {first}" if first else "", time.perf_counter() - t0)
+            first = first or f"{case.shape} {case.dtype}: {type(exc).__name__}: {exc}"[:300]
+            if stop_at_failure:
+                break
+    log.info("%s %s: compiled %d cases ahead %s (%d left for its turn%s) in %.1f s", family.name, impl.key, done,
+             where, len(cases) - done, f"; first: {first}" if first else "", time.perf_counter() - t0)
 
 
 def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
