@@ -139,30 +139,12 @@ def compiles_ahead(fn: Callable) -> bool:
 
 
 def compile_only(fn: Callable, out, *inputs, **params) -> None:
-    """Lower ``fn``'s graph for these inputs with Inductor, into the run's caches, without
-    running it (``kernellab.engine.prepare``); the real call then finds the compiled graph there."""
+    """Compile ``fn``'s graphs for these inputs (``kit.compiled``'s ``lower``: traced by Dynamo,
+    compiled by Inductor, not run), so that the real call with inputs like these finds them in
+    Dynamo's cache (``kernellab.engine.prepare``)."""
     import torch._functorch.config
 
-    # a forward whose inputs require a gradient: AOTAutograd lowers its backward now, not at the
-    # first backward call, so the backward's kernels land in the caches too
+    # a forward whose inputs require a gradient: AOTAutograd compiles its backward now, not at the
+    # first backward call, so the turn's first backward compiles nothing either
     with torch._functorch.config.patch(force_non_lazy_backward_lowering=True):
-        fn.lower(_lower_only, out, *inputs, **params)
-
-
-def _lower_only(gm, example_inputs):
-    """A Dynamo backend: Inductor compiles the graph (and writes its caches) exactly as
-    ``torch.compile``'s default backend would, then the graph is not run: the call returns
-    uninitialised outputs of the traced shapes, and no kernel is launched."""
-    import torch
-    from torch._inductor.compile_fx import compile_fx
-
-    compile_fx(gm, example_inputs)
-    (result,) = next(n for n in gm.graph.nodes if n.op == "output").args
-    vals = [a.meta.get("example_value", a.meta.get("val")) if isinstance(a, torch.fx.Node) else a
-            for a in (result if isinstance(result, (tuple, list)) else (result,))]
-
-    def empty(*args):
-        return tuple(torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
-                     if isinstance(v, torch.Tensor) else v for v in vals)
-
-    return empty
+        fn.lower(out, *inputs, **params)

@@ -9,8 +9,9 @@ time when its turn comes.
 
 A preparation launches no kernel on the GPU, so it does not disturb the timing beside it:
 Triton kernels are compiled from arguments on the ``meta`` device (shapes and dtypes, no
-memory), torch.compile graphs are lowered by Inductor without being run (lowering
-does make a few sub-microsecond memcpys per graph, seen under the CUDA profiler), a peer
+memory), torch.compile graphs are traced and compiled by the worker's own torch.compile
+without being run (compiling does make a few sub-microsecond memcpys per graph, seen under
+the CUDA profiler), so the turn's calls find them in Dynamo's cache, a peer
 that compiles for fake tensors (FlashAttention-4) is called on them, and one that compiles
 on a kernel's first launch (Liger, QuACK) is called inside a CUDA graph capture that is
 never replayed. What it compiles lands in the worker's own caches and the run's disk
@@ -109,9 +110,10 @@ def _calls_within(family: Family, impl: Impl, cases: list[Case], device: str, wi
 
 
 def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
-    """Import Inductor (seconds per process) and lower every case's graph without running
-    it (``launch.compile_only``); max-autotune times its choices on the GPU, so it only imports.
-    A graph whose lowering wants to time something on the GPU (Inductor's benchmarker:
+    """Import Inductor (seconds per process) and compile every case's graphs without running
+    them (``launch.compile_only``), into the worker's Dynamo cache where its turn's calls find
+    them, traced and compiled; max-autotune times its choices on the GPU, so it only imports.
+    A graph whose compiling wants to time something on the GPU (Inductor's benchmarker:
     matmul padding, say) or breaks (Dynamo would run the rest eagerly) is left for the
     worker's turn."""
     import torch
@@ -138,9 +140,8 @@ def _compiled(family: Family, impl: Impl, cases: list[Case]) -> None:
                 except Exception:  # noqa: BLE001 - its turn compiles it and reports what fails
                     left += 1
                 del inputs, out
-        torch._dynamo.reset()
-    log.info("%s %s: imported Inductor and lowered %d graphs ahead (%d left for its turn) in %.1f s", family.name,
-             impl.key, lowered, left, time.perf_counter() - t0)
+    log.info("%s %s: imported Inductor and compiled %d cases' graphs ahead (%d left for its turn) in %.1f s",
+             family.name, impl.key, lowered, left, time.perf_counter() - t0)
 
 
 class GpuTimingWhilePreparing(RuntimeError):

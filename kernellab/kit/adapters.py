@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Callable
 
 from kernellab.kit.hooks import cuda_ops
@@ -18,13 +19,21 @@ def returns_new(fn: Callable) -> Callable:
     return run
 
 
+# set while ``compiled``'s ``lower`` runs: its graphs compile, then return uninitialised outputs
+_LOWERING: ContextVar[bool] = ContextVar("lowering", default=False)
+
+
 def compiled(fn: Callable, adapt: Callable | None = None, **compile_kwargs) -> Callable:
     """``torch.compile(fn, dynamic=False)``, built on first call so that importing stays cheap.
 
     ``adapt(*inputs, **params) -> (inputs, params)``, where given, runs before each call, outside
     the graph: what ``fn`` cannot trace (seeding the device's generator, say) and the arguments
-    it takes. Lowering ahead (the engine's ``compile_only``) adapts the same way, so it compiles
-    the graph the call will ask for.
+    it takes.
+
+    With torch.compile's default mode, the returned function has ``lower(out, *inputs, **params)``:
+    the same call, compiled by the same torch.compile but not run (``_inductor_or_unrun``), so
+    the engine can compile ahead (``kernellab.engine.launch.compile_only``) and the real call
+    with inputs like these finds its graph in Dynamo's cache, traced and compiled already.
 
     Static shapes: each shape is compiled for itself, as in a model whose shapes are fixed.
     With the default (automatic dynamic shapes) the worker's second shape would make Dynamo
@@ -33,34 +42,62 @@ def compiled(fn: Callable, adapt: Callable | None = None, **compile_kwargs) -> C
     2.5x (fp32) and 3.9x (bf16) the static kernel's time on the H200, a number about dynamic
     shapes rather than about what torch.compile makes of a fixed model."""
     holder: dict = {}
+    # max-autotune times its choices on the GPU while it compiles: not ahead of its turn
+    lowers = not compile_kwargs
 
-    def build(key: str, **kwargs):
-        if key not in holder:
+    def build():
+        if "fn" not in holder:
             import torch
 
             # one worker sees every shape and dtype of its family: allow the recompiles,
             # and never fall back to eager silently (that would time PyTorch, not Inductor)
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
             torch._dynamo.config.fail_on_recompile_limit_hit = True
-            holder[key] = torch.compile(fn, **{"dynamic": False, **kwargs})
-        return holder[key]
-
-    def adapted(inputs, params):
-        return adapt(*inputs, **params) if adapt is not None else (inputs, params)
+            backend = {"backend": _inductor_or_unrun} if lowers else {}
+            holder["fn"] = torch.compile(fn, **{"dynamic": False, **backend, **compile_kwargs})
+        return holder["fn"]
 
     def run(out, *inputs, **params):
-        inputs, params = adapted(inputs, params)
-        return build("fn", **compile_kwargs)(*inputs, **params)
+        if adapt is not None:
+            inputs, params = adapt(*inputs, **params)
+        return build()(*inputs, **params)
 
-    def lower(backend, out, *inputs, **params):
-        """Trace the call's graph and hand it to the Dynamo ``backend`` (the engine's compile-only
-        one, ``kernellab.engine.launch.compile_only``)."""
-        inputs, params = adapted(inputs, params)
-        build("lower", backend=backend, fullgraph=True)(*inputs, **params)
+    def lower(out, *inputs, **params):
+        """Trace and compile the call's graphs for these inputs without running them (a graph
+        break raises rather than run the code between graphs); returns nothing."""
+        import torch
 
-    if "mode" not in compile_kwargs and "backend" not in compile_kwargs:
-        run.lower = lower  # max-autotune times its choices on the GPU while it compiles
+        token = _LOWERING.set(True)
+        try:
+            with torch._dynamo.error_on_graph_break(True):
+                run(out, *inputs, **params)
+        finally:
+            _LOWERING.reset(token)
+
+    if lowers:
+        run.lower = lower
     return run
+
+
+def _inductor_or_unrun(gm, example_inputs):
+    """torch.compile's default backend (Inductor's ``compile_fx``, as ``backend="inductor"`` calls
+    it with no mode or options), whose compiled graph, called inside ``compiled``'s ``lower``,
+    launches nothing and returns uninitialised outputs of the traced shapes."""
+    import torch
+    from torch._inductor.compile_fx import compile_fx
+
+    compiled_graph = compile_fx(gm, example_inputs)
+    (result,) = next(n for n in gm.graph.nodes if n.op == "output").args
+    traced = [a.meta.get("example_value", a.meta.get("val")) if isinstance(a, torch.fx.Node) else a
+              for a in (result if isinstance(result, (tuple, list)) else (result,))]
+
+    def call(*args):
+        if _LOWERING.get():
+            return tuple(torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+                         if isinstance(v, torch.Tensor) else v for v in traced)
+        return compiled_graph(*args)
+
+    return call
 
 
 def cuda_op(family: str, name: str, step: str) -> Callable:

@@ -46,15 +46,15 @@ def autograd_backward(forward: Callable, grads: tuple, compile: bool = False,
         return torch.autograd.grad(y, leaves, dy, retain_graph=True)
 
     if compile:
-        def lower(backend, out, *inputs, **params):
-            """Lower the forward and, with it, its backward (``save`` on inputs that require a
-            gradient), for the engine's compile-only backend."""
+        def lower(out, *inputs, **params):
+            """Compile the forward and, with it, its backward (``save`` on inputs that require a
+            gradient) without running them (``kit.compiled``'s ``lower``)."""
             import torch
 
             leaves = tuple(x.detach().requires_grad_(i in wrt) if isinstance(x, torch.Tensor) else x
                            for i, x in enumerate(inputs))
             with torch.enable_grad():
-                run_compiled.lower(backend, None, *leaves, **params)
+                run_compiled.lower(None, *leaves, **params)
 
         save.lower = lower
     fn.__name__ = save.__name__ = getattr(forward, "__name__", "forward")
