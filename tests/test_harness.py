@@ -233,6 +233,45 @@ def test_run_batch_keeps_each_work_apart():
     assert res["d"] == ([{"i": 0}], "")  # ran in a fresh worker after c killed the first
 
 
+
+def _pid_work():
+    yield {"pid": os.getpid(), "prepared": os.environ.get("KL_TEST_PREPARED", "")}
+
+
+def test_a_prepared_batch_prepares_in_its_child_while_the_caller_goes_on(tmp_path):
+    """With a preparation, the child starts at once and prepares while the caller goes on (the
+    constructor does not wait for it); the works run in that same child, after it, when the
+    results are asked for. A crash still gives the works after it a fresh child, unprepared."""
+    mark = tmp_path / "prepared"
+
+    def prepare():
+        time.sleep(1.0)
+        os.environ["KL_TEST_PREPARED"] = "yes"  # the child's own environment: the works see it
+        mark.write_text(str(os.getpid()))
+
+    t0 = time.monotonic()
+    batch = isolate.Batch([("a", _pid_work), ("b", _dies), ("c", _pid_work)], timeout_s=30, prepare=prepare)
+    assert time.monotonic() - t0 < 0.5 and not mark.exists()  # the caller goes on
+    time.sleep(1.5)
+    assert mark.exists()  # ... while the child prepares
+    res = batch.results()
+    (a,), (c,) = res["a"][0], res["c"][0]
+    assert a == {"pid": int(mark.read_text()), "prepared": "yes"}
+    assert "died" in res["b"][1]
+    assert c["pid"] not in (a["pid"], os.getpid()) and c["prepared"] == ""
+
+
+def test_a_prepared_batch_closed_before_its_results_stops_its_child(tmp_path):
+    def prepare():
+        time.sleep(60)
+
+    batch = isolate.Batch([("a", _pid_work)], timeout_s=30, prepare=prepare)
+    child = batch._prepared.proc
+    assert child.is_alive()
+    batch.close()
+    assert not child.is_alive()
+
+
 # ------------------------------------------------------------------ tuning only the benchmarked shapes
 def test_check_only_shapes_run_untuned(monkeypatch):
     """Benchmarked shapes are tuned; shapes that are only checked run the first config."""

@@ -282,10 +282,26 @@ def run_batch(works: list[tuple[Hashable, Callable[[], Iterator[dict]]]], timeou
     ``timeout_s`` holds for each work. When the child dies or hangs, the work it was
     running gets the problem and the works not started yet run in a new child, so one
     bad work costs only itself."""
-    results: dict[Hashable, tuple[list[dict], str]] = {}
-    pending = list(works)
-    while pending:
-        def batch(pending=tuple(pending)):
+    return Batch(works, timeout_s, isolate, label).results()
+
+
+class Batch:
+    """``run_batch``'s works; with a ``prepare`` (CPU work that launches nothing on the GPU, as
+    ``Work.prepare``), the child starts at once and prepares on every core but the first while
+    the caller goes on, and runs the works when ``results`` is called. A child that crashes gets
+    a fresh one, unprepared, for the works after the one it was running."""
+
+    def __init__(self, works: list[tuple[Hashable, Callable[[], Iterator[dict]]]], timeout_s: float,
+                 isolate: bool = True, label: str = "", prepare: Callable[[], None] | None = None):
+        self.works, self.timeout_s, self.isolate, self.label = list(works), timeout_s, isolate, label
+        self._prepared: _Child | None = None
+        if prepare is not None and isolate and self.works:
+            cpus = sorted(os.sched_getaffinity(0))
+            self._prepared = _Child.start(self._batch(tuple(self.works)), prepare, set(cpus[1:]) or set(cpus))
+
+    @staticmethod
+    def _batch(pending: tuple):
+        def batch():
             for name, work in pending:
                 yield {"__begin__": name}
                 try:
@@ -298,30 +314,49 @@ def run_batch(works: list[tuple[Hashable, Callable[[], Iterator[dict]]]], timeou
                     continue
                 yield {"__end__": name, "problem": ""}
 
-        t0 = time.perf_counter()
-        records, problem = _run(batch, timeout_s * len(pending), isolate)
-        current, done = None, set()
-        for msg in records:
-            if "__begin__" in msg:
-                current = msg["__begin__"]
-                results[current] = ([], "")
-            elif "__end__" in msg:
-                done.add(msg["__end__"])
-                results[msg["__end__"]] = (results[msg["__end__"]][0], msg["problem"])
-            else:
-                results[msg["__of__"]][0].append(msg["record"])
-        if label:
-            log.info("%s: %d works in %.1f s%s", label, len(done), time.perf_counter() - t0,
-                     f" ({problem})" if problem else "")
-        if current is not None and current not in done:
-            results[current] = (results[current][0], problem or "error: stopped without finishing")
-            done.add(current)
-        elif problem and not done:  # died before starting any work: give up on the rest
-            for name, _ in pending:
-                results[name] = ([], problem)
-            break
-        pending = [(n, w) for n, w in pending if n not in done]
-    return results
+        return batch
+
+    def _run(self, pending: list) -> tuple[list[dict], str]:
+        timeout_s = self.timeout_s * len(pending)
+        child, self._prepared = self._prepared, None
+        if child is not None:
+            return _collect(child, timeout_s, lambda record: None)
+        return _run(self._batch(tuple(pending)), timeout_s, self.isolate)
+
+    def close(self) -> None:
+        """Stop a prepared child whose works will not run (the caller failed first)."""
+        if self._prepared is not None:
+            self._prepared.kill()
+            self._prepared = None
+
+    def results(self) -> dict[Hashable, tuple[list[dict], str]]:
+        results: dict[Hashable, tuple[list[dict], str]] = {}
+        pending = list(self.works)
+        while pending:
+            t0 = time.perf_counter()
+            records, problem = self._run(pending)
+            current, done = None, set()
+            for msg in records:
+                if "__begin__" in msg:
+                    current = msg["__begin__"]
+                    results[current] = ([], "")
+                elif "__end__" in msg:
+                    done.add(msg["__end__"])
+                    results[msg["__end__"]] = (results[msg["__end__"]][0], msg["problem"])
+                else:
+                    results[msg["__of__"]][0].append(msg["record"])
+            if self.label:
+                log.info("%s: %d works in %.1f s%s", self.label, len(done), time.perf_counter() - t0,
+                         f" ({problem})" if problem else "")
+            if current is not None and current not in done:
+                results[current] = (results[current][0], problem or "error: stopped without finishing")
+                done.add(current)
+            elif problem and not done:  # died before starting any work: give up on the rest
+                for name, _ in pending:
+                    results[name] = ([], problem)
+                break
+            pending = [(n, w) for n, w in pending if n not in done]
+        return results
 
 
 def _star(fn: Callable, args: tuple):

@@ -1,7 +1,8 @@
-"""What the measuring rules do (survey, build_cuda, cuda_resources, measure, profile, ptx, ncu),
+"""What the measuring rules do (survey, build_cuda, cuda_resources, measure, ptx, ncu),
 as plain functions of paths and config, and the job setup every rule's script uses (``logged``,
-``job``). The rules that make a result set of the jobs' files are elsewhere: aggregate in
-kernellab.workflow.aggregate, report, publish and compare in kernellab.workflow.assemble.
+``job``). A measure job's profiling is in kernellab.workflow.profiling. The rules that make a
+result set of the jobs' files are elsewhere: aggregate in kernellab.workflow.aggregate, report,
+publish and compare in kernellab.workflow.assemble.
 
 The scripts under workflow/scripts/ only unpack the ``snakemake`` object and call one of
 these, so every step can be run and tested without Snakemake.
@@ -19,6 +20,8 @@ from pathlib import Path
 
 from kernellab.engine import cuda_ext, phases, runtime
 from kernellab.io import write_csv, write_json
+from kernellab.workflow.plans import plan_of as _plan
+from kernellab.workflow.plans import registry_of, target_of
 from kernellab.workflow.timeline import job_record
 
 log = logging.getLogger("kernellab")
@@ -156,28 +159,6 @@ def _to_log(log_path: str | None):
             terminal.close()
 
 
-def target_of(config: dict) -> str:
-    """``gpu`` or ``cpu``: which shape set this run uses."""
-    target = config.get("target", "auto")
-    if target == "auto":
-        return "gpu" if runtime.has_gpu() else "cpu"
-    return target
-
-
-def registry_of(config: dict):
-    """The Registry of the config's kernel folders: ``.family(name)`` raises a family's load
-    error (its file and line) for one that did not load."""
-    from kernellab.engine import registry
-
-    return registry.load(config.get("kernel_dirs"))
-
-
-def _plan(config: dict, kernel: str):
-    from kernellab.engine.cases import kernel_plan
-
-    return kernel_plan(kernel, config["kernels"][kernel], target_of(config))
-
-
 def run_plan_path(set_dir: str | Path) -> Path:
     """Where a run leaves each family's work for the measure jobs' estimate of the run (beside
     the set's staging folder, so that it is never published)."""
@@ -276,10 +257,11 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
             trace_dir: str | None = None) -> None:
     """Autotuning, correctness checks and benchmarks of one family: each implementation
     is tuned (Triton), checked and benchmarked in one worker, so each compile happens once;
-    then (``profile_csv``) torch.profiler on each at the profile shape (``profile``)."""
+    then (``profile_csv``) torch.profiler on each at the profile shape (``profiling``)."""
     from kernellab.engine import progress
     from kernellab.engine.harness import CHECK_COLUMNS, measure_family
     from kernellab.engine.timing import TimingConfig
+    from kernellab.workflow import profiling as profiles
 
     device = runtime.setup()
     cuda_ext.configure(build_json)
@@ -293,12 +275,21 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
     workers = int(at.get("compile_workers") or len(os.sched_getaffinity(0)))
     timeout_s = sum(float(config[k]["timeout_s"]) for k in ("autotune", "check", "bench"))
     checks, rows, tunes = [], [], []  # a family that did not load: no rows (loaded says why)
-    if reg.loaded([kernel]):
-        checks, rows, tunes = measure_family(
-            reg.family(kernel), _plan(config, kernel), device, timeout_s, bool(config.get("isolate", True)),
-            seeds=list(config["check"]["seeds"]), cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers,
-            ahead=int(config.get("compile_ahead", 0)),
-            run_left=progress.run_left(run_plan_path(Path(check_csv).parents[1]), Path(check_csv).parents[1], kernel))
+    ahead = int(config.get("compile_ahead", 0))
+    # the profile worker compiles its cases beside the measure workers, and profiles after them
+    profiling = None if profile_csv is None else profiles.start(config, [kernel], [profile_csv], [trace_dir], device,
+                                                                reg, ahead=ahead > 0)
+    try:
+        if reg.loaded([kernel]):
+            checks, rows, tunes = measure_family(
+                reg.family(kernel), _plan(config, kernel), device, timeout_s, bool(config.get("isolate", True)),
+                seeds=list(config["check"]["seeds"]), cfg=cfg, tune_cfg=tune_cfg, compile_workers=workers,
+                ahead=ahead, run_left=progress.run_left(run_plan_path(Path(check_csv).parents[1]),
+                                                        Path(check_csv).parents[1], kernel))
+    except BaseException:
+        if profiling is not None:
+            profiling.close()
+        raise
     write_csv(autotune_csv, tunes, columns=["kernel", "impl_key", "impl", "step", "triton_kernel", "shape", "dtype",
                                             "params", "config", "median_us", "status", "reason", "is_best"])
     write_csv(check_csv, checks, columns=CHECK_COLUMNS)
@@ -312,61 +303,9 @@ def measure(config: dict, kernel: str, build_json: str | list[str] | None, check
     bad = [r for r in checks if r["status"] != "ok"]
     log.info("measure %s: %d autotune rows, %d check rows (%d not ok), %d bench rows", kernel, len(tunes),
              len(checks), len(bad), len(rows))
-    if profile_csv is not None:
+    if profiling is not None:
         with phases.phase("profile"):
-            profile(config, [kernel], build_json, [profile_csv], [trace_dir], reg=reg, device=device)
-
-
-def profile(config: dict, kernels: list[str], build_json: str | list[str], out_csvs: list[str],
-            trace_dirs: list[str], reg=None, device: str | None = None) -> None:
-    """torch.profiler's top kernels of every implementation of the families, at each
-    family's profile shape, with a Chrome trace each. One worker runs them all (the
-    profiler's start-up, CUPTI, costs seconds per process); a crash costs only the
-    implementation that crashed (``isolate.run_batch``)."""
-    from kernellab.engine import isolate
-    from kernellab.engine.cases import Case
-    from kernellab.engine.profile import profile_case
-
-    if device is None:  # not already set up by the job's measure
-        device = runtime.setup()
-        cuda_ext.configure(build_json)
-    works, labels = [], {}
-    reg = reg or registry_of(config)
-    for kernel, trace_dir in zip(kernels, trace_dirs, strict=True):
-        Path(trace_dir).mkdir(parents=True, exist_ok=True)
-        if not reg.loaded([kernel]):
-            continue
-        fam = reg.family(kernel)
-        plan = _plan(config, kernel)
-        for key in plan.impl_keys(fam):
-            impl = fam.impls[key]
-            dtype = next((d for d in plan.dtypes if impl.supports(d)), None)
-            if dtype is None or plan.profile_shape is None:
-                continue
-            params = tuple(sorted(plan.param_grid(fam)[0].items()))
-            case = Case(kernel, key, plan.profile_shape, dtype, params)
-            trace = Path(trace_dir) / f"{key.replace('@', '.')}.trace.json.gz"
-
-            def work(fam=fam, impl=impl, case=case, trace=trace):
-                yield from profile_case(fam, impl, case, device, trace)
-
-            works.append(((kernel, key), work))
-            labels[kernel, key] = {**case.labels(), "impl": impl.impl, "step": impl.step}
-    results = isolate.run_batch(works, float(config["check"]["timeout_s"]), bool(config.get("isolate", True)),
-                                label=f"profile {', '.join(kernels)}")
-    for kernel, out_csv in zip(kernels, out_csvs, strict=True):
-        rows = []
-        for name, _ in works:
-            if name[0] != kernel:
-                continue
-            got, problem = results.get(name, ([], "error: not run"))
-            if problem:
-                status = "unavailable" if "Unavailable" in problem else "error"
-                rows.append({**labels[name], "status": status, "reason": problem.split(": ", 1)[-1]})
-            rows += [{**labels[name], "status": "ok", "reason": "", **r} for r in got]
-        write_csv(out_csv, rows, columns=["kernel", "impl_key", "impl", "step", "shape", "dtype", "params", "status",
-                                          "reason", "rank", "name", "calls", "cpu_time_us", "device_time_us",
-                                          "pct"])
+            profiling.finish()
 
 
 def ptx(config: dict, kernels: list[str], build_json: str | list[str], out_indexes: list[str]) -> None:
