@@ -351,6 +351,44 @@ def test_preparations_launch_no_kernel_on_the_gpu(tmp_path):
     assert all(name.startswith("Memcpy") and us < 2.0 for name, us in events["compiled"]), events["compiled"]
 
 
+
+@pytest.mark.gpu
+def test_graphs_compiled_ahead_are_the_ones_the_turn_runs(tmp_path):
+    """The torch.compile preparations (softmax forward and backward, attention's FlexAttention
+    forward and backward) fill the worker's own Dynamo cache: the turn's checks afterwards trace
+    and compile no graph (Dynamo's count unchanged) and pass."""
+    from torch._dynamo.utils import counters
+
+    from kernellab.engine.harness import run_case_check
+    from kernellab.engine.prepare import preparation
+
+    runs = [("softmax", key, {"dtypes": ["bf16"], "shapes": ["64x2048"], "check_shapes": ["3x1001"]})
+            for key in ("compiled", "compiled.bwd")]
+    runs += [("attention", key, {"dtypes": ["bf16"], "shapes": ["1x2x256x64"], "check_shapes": ["1x1x100x64"]})
+             for key in ("compiled@flex", "compiled@flex.bwd")]
+
+    def work():
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "inductor")
+        os.environ["TRITON_CACHE_DIR"] = str(tmp_path / "triton")
+        for name, key, cfg in runs:
+            fam = REGISTRY.family(name)
+            impl = fam.impls[key]
+            plan = kernel_plan(name, cfg, "gpu")
+            cases = plan.cases(fam, impl, for_check=True)
+            before = counters["stats"]["unique_graphs"]
+            preparation(fam, impl, cases, [], "cuda", 1)()
+            ahead = counters["stats"]["unique_graphs"]
+            statuses = [run_case_check(fam, impl, case, 0, "cuda")["status"] for case in cases]
+            yield {"impl": key, "ahead": ahead - before, "in_turn": counters["stats"]["unique_graphs"] - ahead,
+                   "statuses": sorted(set(statuses))}
+
+    records, problem = isolate.run(work, 900)
+    assert not problem, problem
+    assert [r["impl"] for r in records] == [key for _, key, _ in runs]
+    for r in records:
+        assert r["ahead"] > 0 and r["in_turn"] == 0 and r["statuses"] == ["ok"], r
+
+
 def test_a_peer_compiling_on_fake_tensors_is_called_on_them_forward_and_backward():
     """``prepare.on_fake_tensors`` makes each case's call under FakeTensorMode: the forward and the
     backward (its saved forward, then autograd's backward through the library's function) see fake
