@@ -48,11 +48,16 @@ def compiled(fn: Callable, adapt: Callable | None = None, **compile_kwargs) -> C
     def build():
         if "fn" not in holder:
             import torch
+            import torch._functorch.config
 
             # one worker sees every shape and dtype of its family: allow the recompiles,
             # and never fall back to eager silently (that would time PyTorch, not Inductor)
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
             torch._dynamo.config.fail_on_recompile_limit_hit = True
+            # a backward case keeps its graph (it times the same backward again and again): no
+            # donated buffers, which a kept graph refuses. A backward compiled at its first call
+            # drops them for a kept graph itself; one compiled ahead (``lower``) would keep them
+            torch._functorch.config.donated_buffer = False
             backend = {"backend": _inductor_or_unrun} if lowers else {}
             holder["fn"] = torch.compile(fn, **{"dynamic": False, **backend, **compile_kwargs})
         return holder["fn"]
