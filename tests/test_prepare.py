@@ -191,6 +191,8 @@ def test_compiling_ahead_runs_nothing_and_the_real_call_compiles_nothing_more(tm
     got = in_fresh_interpreter(_LOWER_THEN_CALL, {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path)})
     assert got == {"unrun": True, "ahead": 1, "by_the_call": 0, "right": True}
     assert not launch.compiles_ahead(kit.compiled(torch.relu, mode="max-autotune"))
+    assert not launch.compiles_ahead(kit.compiled(torch.relu, backend="eager"))
+    assert launch.compiles_ahead(kit.compiled(torch.relu, fullgraph=True))
 
 
 @pytest.mark.parametrize("name", sorted(n for n, f in REGISTRY.families.items() if "compiled" in f.impls))

@@ -42,8 +42,9 @@ def compiled(fn: Callable, adapt: Callable | None = None, **compile_kwargs) -> C
     2.5x (fp32) and 3.9x (bf16) the static kernel's time on the H200, a number about dynamic
     shapes rather than about what torch.compile makes of a fixed model."""
     holder: dict = {}
-    # max-autotune times its choices on the GPU while it compiles: not ahead of its turn
-    lowers = not compile_kwargs
+    # max-autotune times its choices on the GPU while it compiles: not ahead of its turn (nor a
+    # backend or options of the caller's)
+    lowers = not {"mode", "backend", "options"} & compile_kwargs.keys()
 
     def build():
         if "fn" not in holder:
