@@ -215,6 +215,13 @@ def _collect_from(c: _Child, timeout_s: float, progress: Callable[[object], None
     return records, problem
 
 
+
+def _spare_cpus() -> set[int]:
+    """The cores a preparation may use: every one this process may, but the first (left to the
+    work that has the GPU); the only one where there is one."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return set(cpus[1:]) or set(cpus)
+
 @dataclass
 class Work:
     """One worker's job for ``run_in_turn``: ``run`` yields its records; ``prepare``, if
@@ -241,8 +248,7 @@ def run_in_turn(works: list[Work], timeout_s: float, isolate: bool = True,
         for i, w in enumerate(works):
             yield (i, *run(w.run, timeout_s, isolate, w.label, w.progress))
         return
-    cpus = sorted(os.sched_getaffinity(0))
-    spare = set(cpus[1:]) or set(cpus)
+    spare = _spare_cpus()
     pending = list(range(len(works)))
     started: dict[int, _Child] = {}
     try:
@@ -296,8 +302,7 @@ class Batch:
         self.works, self.timeout_s, self.isolate, self.label = list(works), timeout_s, isolate, label
         self._prepared: _Child | None = None
         if prepare is not None and isolate and self.works:
-            cpus = sorted(os.sched_getaffinity(0))
-            self._prepared = _Child.start(self._batch(tuple(self.works)), prepare, set(cpus[1:]) or set(cpus))
+            self._prepared = _Child.start(self._batch(tuple(self.works)), prepare, _spare_cpus())
 
     @staticmethod
     def _batch(pending: tuple):
