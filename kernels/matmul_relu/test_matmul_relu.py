@@ -73,3 +73,27 @@ def test_sm90_relu_in_epilogue(sm90_ptx):
     for ptx in texts:
         assert re.search(r"\bmax\.f32", ptx)
         assert any(".f32.bf16.bf16" in w for w in re.findall(r"wgmma\.mma_async\.\S+", ptx))
+
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_cublaslt_epilogue_is_one_kernel(dtype):
+    """On the GPU, torch_fused@cublaslt takes ATen's cuBLASLt path: one kernel writes relu(A @ B)
+    (checked against the reference), where torch_fused launches the GEMM and then the ReLU."""
+    shape = (256, 384, 128)
+    inputs = fam.make_inputs(shape, dtype, DEVICE, 1)
+
+    def launched(key):
+        fn, out = fam.impls[key].fn, fam.out_like(*inputs)
+        with runtime.matmul_precision(dtype):
+            fn(out, *inputs)  # warm: cuBLASLt's heuristic, the zero bias
+            torch.cuda.synchronize()
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                got = fn(out, *inputs)
+                torch.cuda.synchronize()
+        check(fam, got, inputs, out, shape, dtype)
+        return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+    assert len(launched("torch_fused")) == 2
+    assert len(launched("torch_fused@cublaslt")) == 1
