@@ -55,6 +55,9 @@ FLAVOURS = {
     # sums all the partials in split order (the same bits whichever program is last) and
     # stores C: a serial fix-up in one kernel, no atomics on C.
     "tma_split2": {"TMA": True, "EPILOGUE_SUBTILE": 1, "FLATTEN": False, "SPLIT_K": 2},
+    # split-K on the pointer body (IEEE fp32 on the FMA units, which TMA does not take)
+    "split2": {"SPLIT_K": 2},
+    "split4": {"SPLIT_K": 4},
     # the same, one program per work item (tile and K piece): a tile small enough for two
     # programs to share an SM gets two there (a persistent grid holds one per SM)
     "tma_split2_grid": {"TMA": True, "PERSISTENT": False, "EPILOGUE_SUBTILE": 1, "FLATTEN": False, "SPLIT_K": 2},
@@ -137,6 +140,18 @@ _TILES = {
         (64, 64, 32, 3, 4),
         (16, 64, 32, 3, 4),
     ],
+    # IEEE fp32 with M <= SKINNY_M: at M = 128 and N = 4096 the 64x64 tiles are 128 programs of
+    # 4 warps, under one per SM; K cut in 2 or 4 pieces gives every SM two to four of them
+    # (compute-bound: the partials' round trip through L2 is 2-4 fp32 tiles per tile of C)
+    "ieee_skinny": [
+        (64, 128, 32, 3, 4),
+        (64, 64, 32, 3, 4),
+        (16, 64, 32, 3, 4),
+        (64, 128, 32, 3, 4, "split2"),
+        (64, 64, 32, 3, 4, "split2"),
+        (64, 64, 32, 3, 4, "split4"),
+        (128, 64, 32, 3, 4, "split4"),
+    ],
 }
 GROUP_M = 8  # programs that walk down a column of C tiles before moving right (L2 reuse)
 
@@ -155,12 +170,12 @@ def triton_configs() -> list[triton.Config]:
 
 
 def config_kind(element_bytes: int, precision: str, m: int | None = None) -> str:
-    """Which config list suits a call: ``16bit`` or ``tf32`` (``16bit_skinny``, ``tf32_skinny``
-    when M <= SKINNY_M), or ``ieee``."""
+    """Which config list suits a call: ``16bit``, ``tf32`` or ``ieee`` (``16bit_skinny``,
+    ``tf32_skinny``, ``ieee_skinny`` when M <= SKINNY_M)."""
     skinny = "_skinny" if m is not None and m <= SKINNY_M else ""
     if element_bytes == 2:
         return "16bit" + skinny
-    return "tf32" + skinny if precision == "tf32" else "ieee"
+    return ("tf32" if precision == "tf32" else "ieee") + skinny
 
 
 def _tile_of(config) -> tuple:

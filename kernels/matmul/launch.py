@@ -105,15 +105,14 @@ def _ensure_allocator() -> None:
 
 
 def matmul_grid(M: int, N: int, num_sms: int):
-    """The launch grid for meta-parameters ``meta``: one program per C tile (per tile and
-    K split), or one per SM (at most one per work item) when the TMA body runs persistent."""
+    """The launch grid for meta-parameters ``meta``: one program per C tile and K split (the
+    pointer body, or TMA one program per tile), or one per SM (at most one per work item) when
+    the TMA body runs persistent."""
 
     def grid(meta):
         tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-        if not uses_tma(meta):
-            return (tiles,)
         work = tiles * meta.get("SPLIT_K", META_DEFAULTS["SPLIT_K"])
-        if meta.get("PERSISTENT", META_DEFAULTS["PERSISTENT"]):
+        if uses_tma(meta) and meta.get("PERSISTENT", META_DEFAULTS["PERSISTENT"]):
             return (min(num_sms, work),)
         return (work,)
 
@@ -272,8 +271,9 @@ def make_compile_specs(dtype: str, activation: str = "") -> list[CompileSpec]:
         label = f"BLOCK={bm}x{bn}x{bk}, num_stages={stages}, num_warps={warps}, input_precision={precision}"
         if kmajor:
             label += ", B K-major"
+        constexprs.update(META_DEFAULTS)  # a spec, unlike a launch, gets no parameter's default
         if flavour != "ptr":
-            constexprs.update({**META_DEFAULTS, **FLAVOURS[flavour], "TMA_OK": True})
+            constexprs.update({**FLAVOURS[flavour], "TMA_OK": True})
             label = f"{flavour}, {label}"
         specs.append(CompileSpec(matmul_kernel, signature, constexprs, num_warps=warps, num_stages=stages,
                                  label=label, divisible=divisible))

@@ -149,7 +149,7 @@ def test_first_config_is_the_first_the_prune_keeps():
     sizes = (8, 1, 8, 1, 8, 1)
     fp32 = first_config(mm.matmul_kernel, (a, a, a, ws, locks, 8, 8, 8) + sizes,
                         {"INPUT_PRECISION": "ieee", "TMA_OK": False})
-    assert fp32 is mm.configs_for("fp32")[0]
+    assert fp32 is mm.configs_for("fp32", 8)[0]
     h = a.half()
     skinny = first_config(mm.matmul_kernel, (h, h, h, ws, locks, 8, 8, 8) + sizes,
                           {"INPUT_PRECISION": "tf32", "TMA_OK": True})
@@ -181,6 +181,44 @@ def test_split_k_sums_every_split_and_leaves_the_semaphores_at_zero(split_k, sha
     mm.launch_matmul(again, a, b, config=config)
     runtime.synchronize()
     assert torch.equal(again, out), "split-K sums in split order: the same bits on every call"
+
+
+@pytest.mark.parametrize("split_k,shape", [(2, (40, 56, 208)), (3, (33, 24, 200)), (4, (16, 16, 32))])
+def test_split_k_on_the_pointer_body_sums_every_split(split_k, shape):
+    """IEEE fp32 (no TMA): the pointer body takes each tile's K pieces in separate programs and the
+    last sums them, K tails and splits with no K tile included; the semaphores end at zero and
+    the bits are the same on every call."""
+    a, b = MATMUL.make_inputs(shape, "fp32", DEVICE, 3)
+    config = triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": split_k},
+                           num_warps=4, num_stages=2)
+    results = []
+    with runtime.matmul_precision("fp32"):
+        for _ in range(2):
+            out = empty_like_nan(MATMUL.out_like(a, b))
+            assert not mm.uses_tma({**config.kwargs, "TMA_OK": mm.tma_ok(a, b, out, "ieee")})
+            results.append(mm.launch_matmul(out, a, b, config=config))
+            runtime.synchronize()
+    check(results[0], MATMUL.reference(a.double(), b.double()), "fp32", shape)
+    _, locks = mm.split_k_buffers(shape[0], shape[1], a.device, config)
+    assert int(locks.count_nonzero()) == 0
+    assert torch.equal(results[0], results[1])
+
+
+def test_ieee_fp32_at_skinny_m_tunes_over_split_k():
+    """At M <= SKINNY_M IEEE fp32 tunes over its skinny list, split-K on the pointer body
+    among it, and every config of the list gives the product."""
+    shape = (40, 72, 200)
+    a, b = MATMUL.make_inputs(shape, "fp32", DEVICE, 7)
+    ref = MATMUL.reference(a.double(), b.double())
+    configs = mm.configs_for("fp32", shape[0])
+    assert {c.kwargs.get("SPLIT_K", 1) for c in configs} >= {1, 2, 4}
+    assert not any(c.kwargs.get("SPLIT_K", 1) > 1 for c in mm.configs_for("fp32"))
+    with runtime.matmul_precision("fp32"):
+        for config in configs:
+            out = empty_like_nan(MATMUL.out_like(a, b))
+            mm.launch_matmul(out, a, b, config=config)
+            runtime.synchronize()
+            check(out, ref, "fp32", shape)
 
 
 @pytest.mark.parametrize("shape", [(40, 72, 200), (16, 136, 96)])

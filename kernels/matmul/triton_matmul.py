@@ -39,14 +39,24 @@ def _activation(acc, ACTIVATION: tl.constexpr):
 
 
 @triton.jit
-def _matmul_pointers(a_ptr, b_ptr, c_ptr, M, N, K,
+def _matmul_pointers(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """One BLOCK_M x BLOCK_N tile of C per program. Rows and columns past M and N are
-    read wrapped (``% M``, ``% N``: valid addresses, results discarded by the masked
-    store) so the main-loop loads need no M/N mask; the K tail is masked with zeros."""
-    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+                     GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+                     SPLIT_K: tl.constexpr):
+    """One BLOCK_M x BLOCK_N tile of C per program, or with SPLIT_K one K piece of it (the
+    pieces summed as in the TMA body). Rows and columns past M and N are read wrapped
+    (``% M``, ``% N``: valid addresses, results discarded by the masked store) so the
+    main-loop loads need no M/N mask; the K tail is masked with zeros."""
+    tile = tl.program_id(0) // SPLIT_K
+    pid_m, pid_n = _tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    k_first = 0
+    k_end = k_tiles
+    if SPLIT_K > 1:
+        k_per_split = tl.cdiv(k_tiles, SPLIT_K)
+        k_first = (tl.program_id(0) % SPLIT_K) * k_per_split
+        k_end = tl.minimum(k_first + k_per_split, k_tiles)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -56,9 +66,12 @@ def _matmul_pointers(a_ptr, b_ptr, c_ptr, M, N, K,
     cols_b = (offs_n % N).to(tl.int64)
     a_ptrs = a_ptr + rows_a[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + cols_b[None, :] * stride_bn
+    if SPLIT_K > 1:
+        a_ptrs += (k_first * BLOCK_K).to(tl.int64) * stride_ak
+        b_ptrs += (k_first * BLOCK_K).to(tl.int64) * stride_bk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(k_first, k_end):
         k_left = K - k * BLOCK_K
         a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
@@ -66,14 +79,18 @@ def _matmul_pointers(a_ptr, b_ptr, c_ptr, M, N, K,
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
-    acc = _activation(acc, ACTIVATION)
-    c = acc.to(c_ptr.dtype.element_ty)
-
-    offs_cm = offs_m.to(tl.int64)
-    offs_cn = offs_n.to(tl.int64)
-    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
+    last = True
+    if SPLIT_K > 1:
+        acc, last = _split_k_fixup(acc, ws_ptr, lock_ptr, tile, tl.program_id(0) % SPLIT_K,
+                                   BLOCK_M, BLOCK_N, SPLIT_K)
+    if last:
+        acc = _activation(acc, ACTIVATION)
+        c = acc.to(c_ptr.dtype.element_ty)
+        offs_cm = offs_m.to(tl.int64)
+        offs_cn = offs_n.to(tl.int64)
+        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+        c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+        tl.store(c_ptrs, c, mask=c_mask)
 
 
 @triton.jit
@@ -189,6 +206,6 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACTIVATION, INPUT_PRECISION, B_KMAJOR,
                     EPILOGUE_SUBTILE, WARP_SPECIALIZE, FLATTEN, SPLIT_K)
     else:
-        _matmul_pointers(a_ptr, b_ptr, c_ptr, M, N, K,
+        _matmul_pointers(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACTIVATION, INPUT_PRECISION)
+                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACTIVATION, INPUT_PRECISION, SPLIT_K)
