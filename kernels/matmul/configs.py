@@ -207,7 +207,7 @@ def uses_tma(meta) -> bool:
 def prune_configs(configs, named_args, **kwargs):
     """``early_config_prune``: keep the configs of the list that fits this call. A call
     that cannot use TMA (``TMA_OK=False``) runs TMA configs on the pointer body, so only
-    the first config of each tile is kept then, and none of the warp-specialized ones."""
+    the first config of each tile and K split is kept then, and none of the warp-specialized ones."""
     kind = config_kind(named_args["a_ptr"].element_size(), kwargs.get("INPUT_PRECISION", "tf32"),
                        named_args.get("M"))
     wanted = set(_TILES[kind])
@@ -215,8 +215,9 @@ def prune_configs(configs, named_args, **kwargs):
     if not kwargs.get("TMA_OK", True):
         seen, unique = set(), []
         for c in kept:
-            if _tile_of(c) not in seen and not c.kwargs.get("WARP_SPECIALIZE", False):
-                seen.add(_tile_of(c))
+            body = (_tile_of(c), c.kwargs.get("SPLIT_K", 1))  # what the pointer body runs
+            if body not in seen and not c.kwargs.get("WARP_SPECIALIZE", False):
+                seen.add(body)
                 unique.append(c)
         kept = unique
     return kept or list(configs)

@@ -213,6 +213,10 @@ def test_ieee_fp32_at_skinny_m_tunes_over_split_k():
     configs = mm.configs_for("fp32", shape[0])
     assert {c.kwargs.get("SPLIT_K", 1) for c in configs} >= {1, 2, 4}
     assert not any(c.kwargs.get("SPLIT_K", 1) > 1 for c in mm.configs_for("fp32"))
+    # the autotuner times them all: a tile's split-K configs are not pruned as duplicates of it
+    kept = mm.prune_configs(mm.matmul_kernel.configs, {"a_ptr": a, "M": shape[0]}, INPUT_PRECISION="ieee",
+                            TMA_OK=False)
+    assert kept == configs
     with runtime.matmul_precision("fp32"):
         for config in configs:
             out = empty_like_nan(MATMUL.out_like(a, b))
