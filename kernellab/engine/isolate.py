@@ -215,12 +215,12 @@ def _collect_from(c: _Child, timeout_s: float, progress: Callable[[object], None
     return records, problem
 
 
-
 def _spare_cpus() -> set[int]:
     """The cores a preparation may use: every one this process may, but the first (left to the
     work that has the GPU); the only one where there is one."""
     cpus = sorted(os.sched_getaffinity(0))
     return set(cpus[1:]) or set(cpus)
+
 
 @dataclass
 class Work:

@@ -160,48 +160,35 @@ def test_first_config_is_the_first_the_prune_keeps():
 
 
 # --------------------------------------------------------------------- split-K and K-major B
-def _split_config(split_k):
-    return triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, **mm.FLAVOURS["tma_split2"],
-                          "SPLIT_K": split_k}, num_warps=4, num_stages=2)
+# each body's split-K: the TMA body (bf16), and the pointer body (IEEE fp32, which TMA does not take)
+SPLIT_BODIES = {"tma": ("bf16", mm.FLAVOURS["tma_split2"]), "pointer": ("fp32", {})}
 
 
+def _split_config(split_k, flavour):
+    return triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, **flavour, "SPLIT_K": split_k},
+                         num_warps=4, num_stages=2)
+
+
+@pytest.mark.parametrize("body", list(SPLIT_BODIES))
 @pytest.mark.parametrize("split_k,shape", [(2, (40, 56, 208)), (3, (33, 24, 200)), (4, (16, 16, 32))])
-def test_split_k_sums_every_split_and_leaves_the_semaphores_at_zero(split_k, shape):
-    """K tiles that do not divide evenly, and (16x16x32, 4 splits) splits with no K tile at all."""
-    a, b = MATMUL.make_inputs(shape, "bf16", DEVICE, 3)
-    out = empty_like_nan(MATMUL.out_like(a, b))
-    config = _split_config(split_k)
-    assert mm.uses_tma({**config.kwargs, "TMA_OK": mm.tma_ok(a, b, out)})
-    mm.launch_matmul(out, a, b, config=config)
-    runtime.synchronize()
-    check(out, MATMUL.reference(a.double(), b.double()), "bf16", shape)
-    _, locks = mm.split_k_buffers(shape[0], shape[1], a.device, config)
-    assert int(locks.count_nonzero()) == 0, "every tile's semaphore is reset by its last split"
-    again = empty_like_nan(out)
-    mm.launch_matmul(again, a, b, config=config)
-    runtime.synchronize()
+def test_split_k_sums_every_split_and_leaves_the_semaphores_at_zero(split_k, shape, body):
+    """K tiles that do not divide evenly, and (16x16x32, 4 splits) splits with no K tile at all,
+    on either body: each tile's K pieces in separate programs, the last summing them."""
+    dtype, flavour = SPLIT_BODIES[body]
+    a, b = MATMUL.make_inputs(shape, dtype, DEVICE, 3)
+    config = _split_config(split_k, flavour)
+    with runtime.matmul_precision(dtype):
+        out = empty_like_nan(MATMUL.out_like(a, b))
+        assert mm.uses_tma({**config.kwargs, "TMA_OK": mm.tma_ok(a, b, out, mm.input_precision(a))}) == (body == "tma")
+        mm.launch_matmul(out, a, b, config=config)
+        runtime.synchronize()
+        check(out, MATMUL.reference(a.double(), b.double()), dtype, shape)
+        _, locks = mm.split_k_buffers(shape[0], shape[1], a.device, config)
+        assert int(locks.count_nonzero()) == 0, "every tile's semaphore is reset by its last split"
+        again = empty_like_nan(out)
+        mm.launch_matmul(again, a, b, config=config)
+        runtime.synchronize()
     assert torch.equal(again, out), "split-K sums in split order: the same bits on every call"
-
-
-@pytest.mark.parametrize("split_k,shape", [(2, (40, 56, 208)), (3, (33, 24, 200)), (4, (16, 16, 32))])
-def test_split_k_on_the_pointer_body_sums_every_split(split_k, shape):
-    """IEEE fp32 (no TMA): the pointer body takes each tile's K pieces in separate programs and the
-    last sums them, K tails and splits with no K tile included; the semaphores end at zero and
-    the bits are the same on every call."""
-    a, b = MATMUL.make_inputs(shape, "fp32", DEVICE, 3)
-    config = triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": split_k},
-                           num_warps=4, num_stages=2)
-    results = []
-    with runtime.matmul_precision("fp32"):
-        for _ in range(2):
-            out = empty_like_nan(MATMUL.out_like(a, b))
-            assert not mm.uses_tma({**config.kwargs, "TMA_OK": mm.tma_ok(a, b, out, "ieee")})
-            results.append(mm.launch_matmul(out, a, b, config=config))
-            runtime.synchronize()
-    check(results[0], MATMUL.reference(a.double(), b.double()), "fp32", shape)
-    _, locks = mm.split_k_buffers(shape[0], shape[1], a.device, config)
-    assert int(locks.count_nonzero()) == 0
-    assert torch.equal(results[0], results[1])
 
 
 def test_ieee_fp32_at_skinny_m_tunes_over_split_k():

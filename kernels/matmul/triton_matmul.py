@@ -49,13 +49,14 @@ def _matmul_pointers(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
     (``% M``, ``% N``: valid addresses, results discarded by the masked store) so the
     main-loop loads need no M/N mask; the K tail is masked with zeros."""
     tile = tl.program_id(0) // SPLIT_K
+    split = tl.program_id(0) % SPLIT_K
     pid_m, pid_n = _tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     k_tiles = tl.cdiv(K, BLOCK_K)
     k_first = 0
     k_end = k_tiles
     if SPLIT_K > 1:
         k_per_split = tl.cdiv(k_tiles, SPLIT_K)
-        k_first = (tl.program_id(0) % SPLIT_K) * k_per_split
+        k_first = split * k_per_split
         k_end = tl.minimum(k_first + k_per_split, k_tiles)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -67,8 +68,9 @@ def _matmul_pointers(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
     a_ptrs = a_ptr + rows_a[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + cols_b[None, :] * stride_bn
     if SPLIT_K > 1:
-        a_ptrs += (k_first * BLOCK_K).to(tl.int64) * stride_ak
-        b_ptrs += (k_first * BLOCK_K).to(tl.int64) * stride_bk
+        k_start = (k_first * BLOCK_K).to(tl.int64)
+        a_ptrs += k_start * stride_ak
+        b_ptrs += k_start * stride_bk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(k_first, k_end):
@@ -81,8 +83,7 @@ def _matmul_pointers(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
 
     last = True
     if SPLIT_K > 1:
-        acc, last = _split_k_fixup(acc, ws_ptr, lock_ptr, tile, tl.program_id(0) % SPLIT_K,
-                                   BLOCK_M, BLOCK_N, SPLIT_K)
+        acc, last = _split_k_fixup(acc, ws_ptr, lock_ptr, tile, split, BLOCK_M, BLOCK_N, SPLIT_K)
     if last:
         acc = _activation(acc, ACTIVATION)
         c = acc.to(c_ptr.dtype.element_ty)

@@ -75,7 +75,6 @@ def test_sm90_relu_in_epilogue(sm90_ptx):
         assert any(".f32.bf16.bf16" in w for w in re.findall(r"wgmma\.mma_async\.\S+", ptx))
 
 
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
 def test_cublaslt_epilogue_is_one_kernel(dtype):
